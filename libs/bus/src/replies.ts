@@ -1,0 +1,37 @@
+import type { NatsConnection, MsgHdrs } from "@nats-io/transport-node";
+import { ErrorCode, ServeError, headers, contentTypes, isErrorCode } from "@sloserve/contracts";
+import { makeHeaders } from "./connection.js";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Normalises anything thrown into a ServeError (unknown errors become `internal`). */
+export function toServeError(err: unknown): ServeError {
+  if (err instanceof ServeError) return err;
+  return new ServeError(ErrorCode.internal, err instanceof Error ? err.message : String(err));
+}
+
+/** Sends an error reply: code in the `x-error-code` header, `{error, code}` as JSON body. */
+export function replyError(nc: NatsConnection, subject: string | undefined, err: unknown, requestId?: string): void {
+  if (!subject) return;
+  const e = toServeError(err);
+  nc.publish(subject, encoder.encode(JSON.stringify(e.toJSON())), {
+    headers: makeHeaders({ [headers.error]: e.code, [headers.contentType]: contentTypes.json, [headers.requestId]: requestId }),
+  });
+}
+
+/** If a reply is an error reply, returns it as a ServeError. */
+export function errorFromReply(hdrs: MsgHdrs | undefined, data: Uint8Array): ServeError | undefined {
+  const code = hdrs?.get(headers.error);
+  if (!code) return undefined;
+  let message = "error";
+  let details: Record<string, unknown> | undefined;
+  try {
+    const body = JSON.parse(decoder.decode(data)) as { error?: string; details?: Record<string, unknown> };
+    message = body.error ?? message;
+    details = body.details;
+  } catch {
+    message = decoder.decode(data);
+  }
+  return new ServeError(isErrorCode(code) ? code : ErrorCode.internal, message, details);
+}

@@ -1,0 +1,75 @@
+/**
+ * Error codes shared by every service. A NATS error reply carries the code in the `x-error-code`
+ * header and `{ error, code }` as its JSON body; the HTTP frontend maps the code to a status.
+ */
+
+export const ErrorCode = {
+  badRequest: "bad_request",
+  malformedJson: "malformed_json",
+  payloadTooLarge: "payload_too_large",
+  unknownModel: "unknown_model",
+  unknownVariant: "unknown_variant",
+  unknownApp: "unknown_app",
+  invalidName: "invalid_name",
+  invalidModel: "invalid_model",
+  modelExists: "model_exists",
+  unknownInput: "unknown_input",
+  missingInput: "missing_input",
+  invalidShape: "invalid_shape",
+  invalidDatatype: "invalid_datatype",
+  invalidDataLength: "invalid_data_length",
+  invalidData: "invalid_data",
+  noCapacity: "no_capacity",
+  infeasible: "infeasible",
+  deadlineExceeded: "deadline_exceeded",
+  unavailable: "unavailable",
+  internal: "internal",
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+const httpStatusByCode: Record<ErrorCode, number> = {
+  bad_request: 400,
+  malformed_json: 400,
+  payload_too_large: 413,
+  unknown_model: 404,
+  unknown_variant: 404,
+  unknown_app: 404,
+  invalid_name: 400,
+  invalid_model: 400,
+  model_exists: 409,
+  unknown_input: 400,
+  missing_input: 400,
+  invalid_shape: 400,
+  invalid_datatype: 400,
+  invalid_data_length: 400,
+  invalid_data: 400,
+  no_capacity: 503,
+  infeasible: 422,
+  deadline_exceeded: 504,
+  unavailable: 503,
+  internal: 500,
+};
+
+export function httpStatusOf(code: ErrorCode): number {
+  return httpStatusByCode[code];
+}
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === "string" && value in httpStatusByCode;
+}
+
+/** An error meant for the caller: a code and a message that names the problem. */
+export class ServeError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = "ServeError";
+  }
+
+  toJSON(): { error: string; code: ErrorCode; details?: Record<string, unknown> } {
+    return this.details ? { error: this.message, code: this.code, details: this.details } : { error: this.message, code: this.code };
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * Every NATS subject and JetStream stream the services use, in one place (DESIGN.md §2).
+ * Names that appear inside a subject (models, variants, workers, apps) are single subject tokens:
+ * see `names.ts` for the rule that guarantees it.
+ */
+
+export const subjects = {
+  /** Model-less query for an app (request/reply, dispatcher queue group). */
+  inferApp: (app: string) => `infer.app.${app}`,
+  /** Model-specific query (request/reply, dispatcher queue group). */
+  inferModel: (model: string) => `infer.model.${model}`,
+  /** Variant-specific query (request/reply, dispatcher queue group). */
+  inferVariant: (variant: string) => `infer.variant.${variant}`,
+  inferAll: "infer.>",
+  /** JetStream work queue of one variant; every replica pulls from the same durable consumer. */
+  queue: (variant: string) => `q.${variant}`,
+  /** Per-second worker metrics and heartbeat. */
+  workerMetrics: (worker: string) => `metrics.worker.${worker}`,
+  workerMetricsAll: "metrics.worker.*",
+  /** Variant state transitions on a worker. */
+  state: (variant: string, worker: string) => `state.${variant}.${worker}`,
+  stateAll: "state.>",
+  /** Scaling commands addressed to one worker (work queue; the worker answers with a result event). */
+  scaleModel: (worker: string) => `scale.model.${worker}`,
+  scaleResult: (worker: string) => `scale.result.${worker}`,
+  /** Registry: requests to the registrar, and the events it publishes. */
+  registerModel: "registry.request.register",
+  unregisterModel: "registry.request.unregister",
+  modelRegistered: (model: string) => `registry.event.registered.${model}`,
+  modelUnregistered: (model: string) => `registry.event.unregistered.${model}`,
+  registryEvents: "registry.event.>",
+} as const;
+
+export const streams = {
+  /** Queries routed to variants: work-queue retention, memory storage. */
+  queries: { name: "QUERIES", subjects: ["q.>"] },
+  /** Worker metrics: limits retention, one hour. */
+  metrics: { name: "METRICS", subjects: ["metrics.>"] },
+  /** State transitions and registry events: limits retention. */
+  events: { name: "EVENTS", subjects: ["state.>", "registry.event.>", "scale.result.>"] },
+  /** Scaling commands: work-queue retention. */
+  scale: { name: "SCALE", subjects: ["scale.model.>"] },
+} as const;
+
+/** JetStream object store bucket holding model binaries. */
+export const MODEL_BUCKET = "models";
+
+/** Queue group that dispatchers share, so that each query reaches one dispatcher. */
+export const DISPATCHER_QUEUE = "dispatchers";
+export const REGISTRAR_QUEUE = "registrars";
+
+/** Header names carried across NATS hops. */
+export const headers = {
+  requestId: "x-request-id",
+  /** Where the executor sends the answer (the caller's inbox). */
+  replyTo: "x-reply-to",
+  /** Absolute deadline, epoch milliseconds. */
+  deadline: "x-deadline-ms",
+  /** Reply encoding the caller wants: "json" (Open Inference Protocol JSON) or "wire" (binary). */
+  accept: "x-accept",
+  contentType: "content-type",
+  /** Set on error replies: one of ErrorCode. */
+  error: "x-error-code",
+  /** When the query entered the system (epoch ms), for timing breakdowns. */
+  receivedAt: "x-received-ms",
+  /** When the dispatcher enqueued the query (epoch ms). */
+  enqueuedAt: "x-enqueued-ms",
+} as const;
+
+export const contentTypes = {
+  json: "application/json",
+  wire: "application/x-sloserve-tensors",
+} as const;

@@ -1,0 +1,213 @@
+import { AckPolicy, DeliverPolicy, type JsMsg, type ConsumerMessages } from "@nats-io/jetstream";
+import {
+  ErrorCode,
+  ServeError,
+  contentTypes,
+  decodeTensors,
+  encodeTensors,
+  headers,
+  streams,
+  subjects,
+  tensorDataToJson,
+  type Tensor,
+  type VariantRecord,
+} from "@sloserve/contracts";
+import { makeHeaders, replyError, type Bus, type Logger } from "@sloserve/bus";
+import { decideBatch, cannotFinishInTime } from "@sloserve/policy";
+import type { ModelBackend } from "./backend.js";
+import { WindowStats } from "./stats.js";
+
+/**
+ * One loaded variant on a worker: pulls queries from the variant's JetStream queue (the durable
+ * consumer that every replica shares), forms batches (Nbatch / Wbatch, libs/policy batching),
+ * runs them, replies to each caller's inbox, then acks. An unacked query is redelivered to another
+ * replica if this one dies.
+ */
+
+interface Pending {
+  msg: JsMsg;
+  queuedAtMs: number;
+  receivedAtMs: number;
+}
+
+export function consumerName(variant: string): string {
+  return `v-${variant}`;
+}
+
+const encoder = new TextEncoder();
+
+export class VariantInstance {
+  readonly stats = new WindowStats();
+  private queue: Pending[] = [];
+  private busy = false;
+  private timer: NodeJS.Timeout | undefined;
+  private messages: ConsumerMessages | undefined;
+  private stopped = false;
+  private running: Promise<void> = Promise.resolve();
+  /** EWMA of batch run time, ms: the "expected run time" used for deadline checks. */
+  private runMsEwma = 0;
+
+  constructor(
+    readonly variant: VariantRecord,
+    private readonly backend: ModelBackend,
+    private readonly bus: Bus,
+    private readonly worker: { id: string; hardware: string },
+    private readonly log: Logger,
+  ) {}
+
+  get queueLength(): number {
+    return this.queue.length;
+  }
+
+  async start(): Promise<void> {
+    const durable = consumerName(this.variant.name);
+    try {
+      await this.bus.jsm.consumers.info(streams.queries.name, durable);
+    } catch {
+      await this.bus.jsm.consumers
+        .add(streams.queries.name, {
+          durable_name: durable,
+          filter_subject: subjects.queue(this.variant.name),
+          ack_policy: AckPolicy.Explicit,
+          deliver_policy: DeliverPolicy.All,
+          ack_wait: 30 * 1e9,
+          max_deliver: 3,
+          max_ack_pending: 10_000,
+        })
+        .catch((err: Error) => {
+          if (!/already in use|exists/i.test(err.message)) throw err;
+        });
+    }
+    const consumer = await this.bus.js.consumers.get(streams.queries.name, durable);
+    // Prefetch about two batches: enough to keep the engine busy, little enough that other replicas
+    // of the variant get their share of the queue.
+    this.messages = await consumer.consume({ max_messages: Math.max(2, this.variant.maxBatch * 2) });
+    void this.pump(this.messages);
+  }
+
+  private async pump(messages: ConsumerMessages): Promise<void> {
+    try {
+      for await (const msg of messages) {
+        const now = Date.now();
+        const enq = Number(msg.headers?.get(headers.enqueuedAt));
+        this.queue.push({ msg, queuedAtMs: Number.isFinite(enq) && enq > 0 ? Math.min(enq, now) : now, receivedAtMs: now });
+        this.stats.arrivals++;
+        this.schedule();
+      }
+    } catch (err) {
+      if (!this.stopped) this.log.error({ err, variant: this.variant.name }, "query consumer failed");
+    }
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    const now = Date.now();
+    const decision = decideBatch(this.queue.length, this.queue[0]?.queuedAtMs, this.busy, now, {
+      maxBatch: this.variant.maxBatch,
+      batchWaitMs: this.variant.batchWaitMs,
+    });
+    if (decision.action === "run") {
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = undefined;
+      const batch = this.queue.splice(0, decision.size);
+      this.busy = true;
+      this.running = this.runBatch(batch).finally(() => {
+        this.busy = false;
+        this.schedule();
+      });
+    } else if (decision.action === "wait" && !this.timer) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.schedule();
+      }, Math.max(0, decision.untilMs - now));
+    }
+  }
+
+  private async runBatch(batch: Pending[]): Promise<void> {
+    const started = Date.now();
+    const live: Array<{ p: Pending; inputs: Tensor[]; requestId: string | undefined; id: string | undefined }> = [];
+    for (const p of batch) {
+      const h = p.msg.headers;
+      const requestId = h?.get(headers.requestId) || undefined;
+      const replyTo = h?.get(headers.replyTo) || undefined;
+      const deadline = Number(h?.get(headers.deadline) || Infinity);
+      if (cannotFinishInTime(deadline, started, this.runMsEwma)) {
+        this.fail(p, replyTo, new ServeError(ErrorCode.deadlineExceeded, `query could not finish before its deadline (waited ${started - p.queuedAtMs} ms in the queue of ${this.variant.name})`), requestId);
+        continue;
+      }
+      try {
+        const decoded = decodeTensors<{ id?: string }>(p.msg.data);
+        live.push({ p, inputs: decoded.tensors, requestId, id: typeof decoded.meta.id === "string" ? decoded.meta.id : requestId });
+      } catch (err) {
+        this.fail(p, replyTo, err, requestId);
+      }
+    }
+    if (live.length === 0) return;
+    let outputs: Array<Tensor[] | Error>;
+    try {
+      outputs = await this.backend.runBatch(live.map((l) => l.inputs));
+    } catch (err) {
+      // One bad query must not sink its neighbours: run them one by one.
+      if (live.length === 1) outputs = [err as Error];
+      else {
+        this.log.warn({ err, variant: this.variant.name, size: live.length }, "batch failed; retrying queries one by one");
+        outputs = [];
+        for (const l of live) outputs.push(await this.backend.runBatch([l.inputs]).then((o) => o[0] as Tensor[], (e: Error) => e));
+      }
+    }
+    const finished = Date.now();
+    const runMs = finished - started;
+    this.runMsEwma = this.runMsEwma === 0 ? runMs : 0.8 * this.runMsEwma + 0.2 * runMs;
+    this.stats.busyMs += runMs;
+    this.stats.batches++;
+    live.forEach((l, i) => {
+      const out = outputs[i];
+      const replyTo = l.p.msg.headers?.get(headers.replyTo) || undefined;
+      if (!out || out instanceof Error) {
+        this.fail(l.p, replyTo, new ServeError(ErrorCode.invalidData, `inference failed: ${out?.message ?? "no output"}`), l.requestId);
+        return;
+      }
+      const receivedAt = Number(l.p.msg.headers?.get(headers.receivedAt)) || l.p.queuedAtMs;
+      const timing = {
+        queue: started - l.p.queuedAtMs,
+        inference: runMs,
+        total: finished - receivedAt,
+      };
+      const extra = {
+        model_name: this.variant.model,
+        model_version: "1",
+        id: l.id,
+        served_by: { model: this.variant.model, variant: this.variant.name, hardware: this.worker.hardware, worker: this.worker.id, batch_size: live.length },
+        timing_ms: timing,
+      };
+      if (replyTo) {
+        const json = l.p.msg.headers?.get(headers.accept) === "json";
+        const payload = json
+          ? encoder.encode(JSON.stringify({ ...extra, outputs: out.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: tensorDataToJson(t) })) }))
+          : encodeTensors(out, extra);
+        this.bus.nc.publish(replyTo, payload, {
+          headers: makeHeaders({ [headers.requestId]: l.requestId, [headers.contentType]: json ? contentTypes.json : contentTypes.wire }),
+        });
+      }
+      l.p.msg.ack();
+      this.stats.served++;
+      this.stats.recordLatency(finished - l.p.queuedAtMs);
+    });
+  }
+
+  private fail(p: Pending, replyTo: string | undefined, err: unknown, requestId: string | undefined): void {
+    replyError(this.bus.nc, replyTo, err, requestId);
+    p.msg.ack();
+    this.stats.errors++;
+  }
+
+  /** Stops pulling, finishes the batch in flight, hands queued queries back, releases the engine. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.messages?.close().catch(() => undefined);
+    await this.running;
+    for (const p of this.queue.splice(0)) p.msg.nak();
+    await this.backend.release();
+  }
+}

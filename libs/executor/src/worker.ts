@@ -1,0 +1,180 @@
+import { AckPolicy, type ConsumerMessages } from "@nats-io/jetstream";
+import {
+  scaleCommandSchema,
+  streams,
+  subjects,
+  type Hardware,
+  type ScaleCommand,
+  type ScaleResult,
+  type StateEvent,
+  type VariantState,
+  type WorkerReport,
+} from "@sloserve/contracts";
+import type { Bus, Logger } from "@sloserve/bus";
+import type { MetadataStore } from "@sloserve/store";
+import type { BackendFactory } from "./backend.js";
+import { VariantInstance } from "./instance.js";
+
+/**
+ * A worker process ("VM" in INFaaS terms): holds several variant instances, obeys load/unload
+ * commands from `scale.model.<worker>`, and every second publishes its report (heartbeat, per-variant
+ * metrics) on `metrics.worker.<worker>` and in Redis.
+ */
+
+export interface WorkerOptions {
+  id: string;
+  /** Threads this worker offers to its variants. */
+  threads: number;
+  /** Report period, ms. @default 1000 */
+  reportEveryMs?: number;
+}
+
+const json = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
+
+export class Worker {
+  private readonly instances = new Map<string, VariantInstance>();
+  private readonly states = new Map<string, VariantState>();
+  private commands: ConsumerMessages | undefined;
+  private reportTimer: NodeJS.Timeout | undefined;
+  private lastReportMs = Date.now();
+  private readonly startedAtMs = Date.now();
+  private readonly hardware: Hardware;
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly store: MetadataStore,
+    private readonly backends: BackendFactory,
+    private readonly options: WorkerOptions,
+    private readonly log: Logger,
+  ) {
+    this.hardware = backends.hardware;
+  }
+
+  get id(): string {
+    return this.options.id;
+  }
+
+  async start(): Promise<void> {
+    await this.report();
+    const durable = `worker-${this.id}`;
+    await this.bus.jsm.consumers.add(streams.scale.name, {
+      durable_name: durable,
+      filter_subject: subjects.scaleModel(this.id),
+      ack_policy: AckPolicy.Explicit,
+      ack_wait: 120 * 1e9,
+      // A dead worker's consumer goes away by itself.
+      inactive_threshold: 120 * 1e9,
+    });
+    const consumer = await this.bus.js.consumers.get(streams.scale.name, durable);
+    this.commands = await consumer.consume({ max_messages: 16 });
+    void (async () => {
+      for await (const msg of this.commands as ConsumerMessages) {
+        let command: ScaleCommand;
+        try {
+          command = scaleCommandSchema.parse(msg.json());
+        } catch (err) {
+          this.log.warn({ err }, "ignoring malformed scale command");
+          msg.term();
+          continue;
+        }
+        // Loads run concurrently; the command is acked once it has been carried out.
+        void this.execute(command).finally(() => msg.ack());
+      }
+    })();
+    this.reportTimer = setInterval(() => void this.report().catch((err) => this.log.warn({ err }, "report failed")), this.options.reportEveryMs ?? 1000);
+  }
+
+  private async setState(variant: string, model: string, state: VariantState, reason: string): Promise<void> {
+    const previous = this.states.get(variant) ?? "inactive";
+    if (state === "inactive") this.states.delete(variant);
+    else this.states.set(variant, state);
+    const event: StateEvent = { variant, model, worker: this.id, hardware: this.hardware, state, previous, reason, atMs: Date.now() };
+    this.log.info({ variant, state, previous, reason }, "variant state");
+    await Promise.all([
+      this.bus.js.publish(subjects.state(variant, this.id), json(event)),
+      this.store.setInstance({ variant, model, worker: this.id, hardware: this.hardware, state, reason, atMs: event.atMs }),
+    ]);
+  }
+
+  async execute(command: ScaleCommand): Promise<ScaleResult> {
+    const started = Date.now();
+    let error: string | undefined;
+    try {
+      if (command.action === "load") await this.load(command.variant, command.reason);
+      else await this.unload(command.variant, command.reason);
+    } catch (err) {
+      error = (err as Error).message;
+      this.log.error({ err, command }, "scale command failed");
+    }
+    const result: ScaleResult = { id: command.id, worker: this.id, action: command.action, variant: command.variant, ok: !error, error, durationMs: Date.now() - started, atMs: Date.now() };
+    await this.bus.js.publish(subjects.scaleResult(this.id), json(result)).catch(() => undefined);
+    return result;
+  }
+
+  async load(variantName: string, reason: string): Promise<void> {
+    if (this.states.has(variantName)) return; // already loaded or loading: loads are idempotent
+    const variant = await this.store.getVariant(variantName);
+    if (!variant) throw new Error(`unknown variant ${variantName}`);
+    if (variant.hardware !== this.hardware) throw new Error(`variant ${variantName} needs ${variant.hardware}, this worker is ${this.hardware}`);
+    await this.setState(variant.name, variant.model, "loading", reason);
+    try {
+      const bytes = await this.bus.models.getBlob(variant.object);
+      if (!bytes) throw new Error(`model binary ${variant.object} is missing from the repository`);
+      const backend = await this.backends.load(bytes, { threads: variant.threads });
+      const instance = new VariantInstance(variant, backend, this.bus, { id: this.id, hardware: this.hardware }, this.log.child({ variant: variant.name }));
+      await instance.start();
+      this.instances.set(variant.name, instance);
+      await this.setState(variant.name, variant.model, "active", "loaded");
+    } catch (err) {
+      await this.setState(variant.name, variant.model, "inactive", `load failed: ${(err as Error).message}`);
+      throw err;
+    }
+  }
+
+  async unload(variantName: string, reason: string): Promise<void> {
+    const instance = this.instances.get(variantName);
+    if (!instance) return;
+    await this.setState(variantName, instance.variant.model, "unloading", reason);
+    this.instances.delete(variantName);
+    await instance.stop();
+    await this.setState(variantName, instance.variant.model, "inactive", reason);
+  }
+
+  buildReport(): WorkerReport {
+    const now = Date.now();
+    const windowMs = Math.max(1, now - this.lastReportMs);
+    this.lastReportMs = now;
+    const variants = [...this.states.entries()].map(([name, state]) => {
+      const instance = this.instances.get(name);
+      const s = instance ? instance.stats.take(windowMs) : { arrivals: 0, served: 0, errors: 0, batches: 0, latencyP50Ms: 0, latencyP99Ms: 0, utilisation: 0 };
+      return { variant: name, state, queueLength: instance?.queueLength ?? 0, ...s };
+    });
+    const threadsUsed = [...this.instances.values()].reduce((sum, i) => sum + i.variant.threads, 0);
+    const mem = process.memoryUsage();
+    return {
+      worker: this.id,
+      hardware: this.hardware,
+      atMs: now,
+      startedAtMs: this.startedAtMs,
+      threads: this.options.threads,
+      threadsUsed,
+      memoryBytes: mem.rss,
+      rssBytes: mem.rss,
+      variants,
+    };
+  }
+
+  private async report(): Promise<void> {
+    const report = this.buildReport();
+    await Promise.all([this.bus.js.publish(subjects.workerMetrics(this.id), json(report)), this.store.putWorker(report, 5_000)]);
+  }
+
+  /** Unloads everything (queued queries go back to the queue for other replicas) and leaves. */
+  async stop(): Promise<void> {
+    if (this.reportTimer) clearInterval(this.reportTimer);
+    await this.commands?.close().catch(() => undefined);
+    for (const name of [...this.instances.keys()]) await this.unload(name, "worker stopping").catch(() => undefined);
+    await this.store.removeWorker(this.id).catch(() => undefined);
+    await this.bus.jsm.consumers.delete(streams.scale.name, `worker-${this.id}`).catch(() => undefined);
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * SLO-aware batching parameters per (variant, hardware): MArk §4.3 "Batching".
+ *
+ * A batch leaves when it holds Nbatch queries or its oldest query has waited Wbatch. MArk grows the
+ * batch size b from 1 and keeps the last b for which both constraints hold:
+ *
+ *   Wbatch + T(b) ≤ RTmax          (no query can miss the SLO because of batching alone)
+ *   Wbatch + T(b) ≤ b / μ*_nb      (batching must beat serving the same b queries one at a time)
+ *
+ * where T(b) is the profiled latency of a batch of b and μ*_nb the profiled rate without batching.
+ *
+ * The paper does not say how Wbatch is derived from b. Our choice, stated here because every number
+ * downstream depends on it: Wbatch(b) = (b − 1) · T(b) / b, the time for the b − 1 queries after the
+ * first to arrive when arrivals match the batched capacity b / T(b) (so a saturated instance fills the
+ * next batch while it runs the current one, and Wbatch(1) = 0). With a linear latency curve
+ * (T(b) = b·T(1), a CPU that gains nothing from batching) the second constraint fails at b = 2, which
+ * reproduces MArk's "no batching on CPU"; with a GPU-like flat curve it grows until the SLO binds.
+ */
+
+/** Profiled batch latency: (batch size) → milliseconds. */
+export type BatchLatencyFn = (batch: number) => number;
+
+/**
+ * Linear interpolation over profiled points (e.g. powers of two 1..64), extrapolating linearly past
+ * the last point from the last two. Points need not be sorted; batch sizes must be distinct and ≥ 1.
+ */
+export function interpolateBatchLatency(points: ReadonlyArray<readonly [number, number]>): BatchLatencyFn {
+  if (points.length === 0) throw new Error("batch latency profile: no points");
+  const sorted = [...points].sort((a, b) => a[0] - b[0]);
+  for (let i = 1; i < sorted.length; i++) {
+    if (sorted[i]![0] === sorted[i - 1]![0]) throw new Error(`batch latency profile: batch size ${sorted[i]![0]} appears twice`);
+  }
+  return (batch: number): number => {
+    const first = sorted[0]!;
+    if (sorted.length === 1) return first[1] * (batch / first[0]);
+    if (batch <= first[0]) return first[1];
+    for (let i = 1; i < sorted.length; i++) {
+      const hi = sorted[i]!;
+      if (batch <= hi[0]) {
+        const lo = sorted[i - 1]!;
+        return lo[1] + ((hi[1] - lo[1]) * (batch - lo[0])) / (hi[0] - lo[0]);
+      }
+    }
+    const a = sorted[sorted.length - 2]!;
+    const b = sorted[sorted.length - 1]!;
+    return b[1] + ((b[1] - a[1]) * (batch - b[0])) / (b[0] - a[0]);
+  };
+}
+
+export interface BatchTuningInput {
+  /** Profiled latency of a batch, ms. */
+  latencyMs: BatchLatencyFn;
+  /** Response-time threshold RTmax, ms. */
+  sloMs: number;
+  /** Largest batch the runtime accepts. @default 64 */
+  maxBatch?: number;
+  /**
+   * Batches the instance runs at once (e.g. model replicas on its cores). μ*_nb = concurrency / T(1).
+   * @default 1
+   */
+  concurrency?: number;
+}
+
+export interface BatchTuning {
+  /** Nbatch; 0 when even a batch of one misses the SLO. */
+  nbatch: number;
+  /** Wbatch, ms. */
+  wbatchMs: number;
+  /** T(Nbatch), ms. */
+  batchLatencyMs: number;
+  /** μ*: peak throughput with this batching, queries per second. */
+  throughputQps: number;
+  /** μ*_nb: peak throughput without batching, queries per second. */
+  unbatchedQps: number;
+  reason: string;
+}
+
+/** Wbatch for batch size b under the rule in the module comment. */
+export function batchWaitMs(latencyMs: BatchLatencyFn, batch: number): number {
+  return ((batch - 1) * latencyMs(batch)) / batch;
+}
+
+/** MArk §4.3: the largest batch, grown from 1, for which both constraints still hold. */
+export function tuneBatching(input: BatchTuningInput): BatchTuning {
+  const maxBatch = input.maxBatch ?? 64;
+  const concurrency = input.concurrency ?? 1;
+  const t1 = input.latencyMs(1);
+  const unbatchedQps = (1000 * concurrency) / t1;
+  if (t1 > input.sloMs) {
+    return {
+      nbatch: 0, wbatchMs: 0, batchLatencyMs: t1, throughputQps: 0, unbatchedQps,
+      reason: `T(1) = ${fmt(t1)} ms exceeds the SLO of ${fmt(input.sloMs)} ms: this instance cannot serve the model`,
+    };
+  }
+  let best = 1;
+  let stop = `reached the largest batch ${maxBatch}`;
+  for (let b = 2; b <= maxBatch; b++) {
+    const t = input.latencyMs(b);
+    const w = batchWaitMs(input.latencyMs, b);
+    const sequentialMs = (1000 * b) / unbatchedQps;
+    if (w + t > input.sloMs) {
+      stop = `b = ${b}: Wbatch + T(b) = ${fmt(w + t)} ms > SLO ${fmt(input.sloMs)} ms`;
+      break;
+    }
+    if (w + t > sequentialMs) {
+      stop = `b = ${b}: Wbatch + T(b) = ${fmt(w + t)} ms > b/μnb = ${fmt(sequentialMs)} ms (batching no longer pays)`;
+      break;
+    }
+    best = b;
+  }
+  const t = input.latencyMs(best);
+  return {
+    nbatch: best,
+    wbatchMs: batchWaitMs(input.latencyMs, best),
+    batchLatencyMs: t,
+    throughputQps: (1000 * concurrency * best) / t,
+    unbatchedQps,
+    reason: `Nbatch = ${best}; stopped at ${stop}`,
+  };
+}
+
+function fmt(x: number): string {
+  return Number.isInteger(x) ? String(x) : x.toFixed(1);
+}

@@ -1,0 +1,47 @@
+/**
+ * Where to load a variant (INFaaS Algorithm 1, step 2: "the lowest-utilised worker of its
+ * hardware"). Pure: takes the workers' latest reports.
+ */
+
+export interface WorkerView {
+  worker: string;
+  hardware: string;
+  /** Fraction of the worker's compute in use over the last report, 0..1 (or more when oversubscribed). */
+  utilisation: number;
+  threads: number;
+  threadsUsed: number;
+  /** Variants already loaded or loading there. */
+  variants: readonly string[];
+  /** When the report was received, ms. */
+  seenAtMs: number;
+}
+
+export interface PlacementRequest {
+  variant: string;
+  hardware: string;
+  threads: number;
+}
+
+export type PlacementDecision =
+  | { worker: string; reason: string }
+  | { worker: undefined; reason: string };
+
+/** Heartbeats older than this are ignored (a worker reports every second). */
+export const WORKER_STALE_MS = 5_000;
+
+export function chooseWorker(workers: readonly WorkerView[], request: PlacementRequest, nowMs: number): PlacementDecision {
+  const live = workers.filter((w) => w.hardware === request.hardware && nowMs - w.seenAtMs <= WORKER_STALE_MS);
+  if (live.length === 0) return { worker: undefined, reason: `no live ${request.hardware} worker` };
+  const already = live.find((w) => w.variants.includes(request.variant));
+  const candidates = live.filter((w) => !w.variants.includes(request.variant));
+  const fits = candidates.filter((w) => w.threads - w.threadsUsed >= request.threads);
+  const pool = fits.length > 0 ? fits : candidates;
+  if (pool.length === 0) {
+    return already
+      ? { worker: undefined, reason: `every live ${request.hardware} worker already runs ${request.variant}` }
+      : { worker: undefined, reason: `no ${request.hardware} worker can take ${request.variant}` };
+  }
+  const best = [...pool].sort((a, b) => a.utilisation - b.utilisation || a.variants.length - b.variants.length || a.worker.localeCompare(b.worker))[0] as WorkerView;
+  const note = fits.length > 0 ? "" : " (oversubscribing threads: no worker has free threads)";
+  return { worker: best.worker, reason: `lowest-utilised ${request.hardware} worker (${(best.utilisation * 100).toFixed(0)}% busy, ${best.variants.length} variants)${note}` };
+}

@@ -1,0 +1,441 @@
+/**
+ * Per-query model-variant selection: INFaaS Algorithm 1 (`getVariant`, papers/infaas.txt §4.1,
+ * DESIGN §3 "Variant selection").
+ *
+ * 1. Among the app's **Active** variants (loaded, neither Overloaded nor Interfered) that meet the
+ *    query's accuracy (≥ min), latency (profiled latency at the batch size in use ≤ SLO) and cost
+ *    (≤ max cost per query, if given), pick the cheapest per query; among equals, the one with the most
+ *    headroom (Σ peak QPS of its instances − current QPS). Dispatch to its least-loaded worker.
+ * 2. Else among **Inactive** variants, the one with the lowest load + inference latency that meets the
+ *    requirements; it is to be loaded on the lowest-utilised worker of its hardware, and the query waits
+ *    in its queue. A variant already **Loading** that meets the requirements is preferred (lowest
+ *    inference latency first): loading another one would take at least as long, and the caller must not
+ *    load it twice; such a decision says `alreadyLoading: true`.
+ * 3. Our addition (the paper is silent): when every feasible variant is loaded but Overloaded or
+ *    Interfered, the query is queued on the one with the most headroom (`degraded: true`) rather than
+ *    refused; the model autoscaler is what relieves it.
+ * 4. Else: infeasible, with the closest variant (accuracy, latency and cost it offers) and a reason.
+ *
+ * Unprofiled variants are never selected. Cost per query = `costPerQuery` if the profile gives one,
+ * else price per second / peak QPS (the cost of a query on a saturated instance).
+ *
+ * Speed: {@link SelectionIndex} is built once and updated incrementally. Per app it keeps the variants
+ * sorted by cost per query and by load + inference latency, and the currently Active ones in cost order,
+ * so a query scans only the app's Active list and, if needed, the app's latency-sorted list; never the
+ * whole catalogue (INFaaS §6.4: selection time stays flat as variants grow). {@link selectVariant} is
+ * the same algorithm as a plain scan, kept as the reference for tests.
+ */
+import type { HardwareKind } from "./costs.js";
+
+export type VariantState = "inactive" | "loading" | "active" | "overloaded" | "interfered";
+
+export interface VariantProfile {
+  /** Unique variant name, e.g. "resnet50-trt-v100-b8". */
+  name: string;
+  /** Model architecture the variant implements, e.g. "resnet50". */
+  model: string;
+  /** Application (task) the model serves; model-less queries name the app. */
+  app: string;
+  hardware: HardwareKind | string;
+  /** Batch size the variant is optimised for (and runs at under load). */
+  batchSize: number;
+  /** Accuracy on the validation set, 0..1. */
+  accuracy: number;
+  /** Profiled latency (ms) of one batch, by batch size (1, 2, 4, ... as profiled). */
+  latencyMs: Record<number, number>;
+  /** Profiled saturation throughput of one instance, queries per second. */
+  peakQps: number;
+  /** Time to load an instance on a ready worker, ms. */
+  loadLatencyMs: number;
+  /** Price of one running instance, $/s (or normalised cost units per second). */
+  pricePerS: number;
+  /** Cost of one query, when known directly (e.g. per-request pricing). */
+  costPerQuery?: number;
+  /** Unprofiled variants are never selected. */
+  profiled: boolean;
+  /** Resources one instance takes on a worker, e.g. { cores: 4 } or { gpus: 1 }. */
+  resources?: Record<string, number>;
+  /** Batches one instance runs at once (pipelined accelerators). @default 1 */
+  concurrency?: number;
+}
+
+export interface WorkerLoad {
+  worker: string;
+  /** Current QPS the variant's instance(s) on this worker serve. */
+  qps: number;
+}
+
+/** Runtime view of a variant, aggregated over its instances. */
+export interface VariantRuntime {
+  state: VariantState;
+  /** Loaded (serving) instances. */
+  instances: number;
+  /** Current QPS over all instances. */
+  qps: number;
+  /** Workers running (or loading) an instance, with their load. */
+  workers: WorkerLoad[];
+}
+
+export interface WorkerInfo {
+  worker: string;
+  hardware: string;
+  /** 0..1 */
+  utilization: number;
+}
+
+export interface QueryRequirements {
+  latencyMs: number;
+  /** 0..1 @default 0 */
+  minAccuracy?: number;
+  maxCostPerQuery?: number;
+}
+
+export interface ClosestVariant {
+  variant: string;
+  accuracy: number;
+  latency_ms: number;
+  cost_per_query: number;
+}
+
+export type SelectionDecision =
+  | { kind: "active"; variant: VariantProfile; worker?: string; degraded?: true; reason: string }
+  | { kind: "load"; variant: VariantProfile; worker?: string; alreadyLoading: boolean; reason: string }
+  | { kind: "infeasible"; closest: ClosestVariant | null; reason: string };
+
+/** Profiled latency at the batch size the variant runs at (the smallest profiled size ≥ it). */
+export function variantLatencyMs(v: VariantProfile): number {
+  const exact = v.latencyMs[v.batchSize];
+  if (exact !== undefined) return exact;
+  let best = Infinity;
+  let bestSize = Infinity;
+  let largest = 0;
+  for (const [k, ms] of Object.entries(v.latencyMs)) {
+    const b = Number(k);
+    if (b >= v.batchSize && b < bestSize) {
+      bestSize = b;
+      best = ms;
+    }
+    largest = Math.max(largest, ms);
+  }
+  return Number.isFinite(best) ? best : largest;
+}
+
+export function costPerQuery(v: VariantProfile): number {
+  return v.costPerQuery ?? v.pricePerS / v.peakQps;
+}
+
+const INACTIVE: VariantRuntime = { state: "inactive", instances: 0, qps: 0, workers: [] };
+
+interface Entry {
+  v: VariantProfile;
+  cost: number;
+  latency: number;
+  loadPlusInfer: number;
+  rt: VariantRuntime;
+  active: boolean;
+}
+
+interface AppIndex {
+  /** All profiled variants, by cost per query (ties: name). */
+  byCost: Entry[];
+  /** All profiled variants, by load + inference latency (ties: cost, name). */
+  byLoadLatency: Entry[];
+  /** Active variants, by cost per query (ties: name). */
+  active: Entry[];
+  /** Every variant of the app, profiled or not (for "closest"). */
+  all: Entry[];
+}
+
+function meets(e: Entry, req: QueryRequirements): boolean {
+  return (
+    e.v.accuracy >= (req.minAccuracy ?? 0) &&
+    e.latency <= req.latencyMs &&
+    (req.maxCostPerQuery === undefined || e.cost <= req.maxCostPerQuery)
+  );
+}
+
+function headroom(rt: VariantRuntime, v: VariantProfile): number {
+  return rt.instances * v.peakQps - rt.qps;
+}
+
+function byCostCmp(a: Entry, b: Entry): number {
+  return a.cost - b.cost || (a.v.name < b.v.name ? -1 : a.v.name > b.v.name ? 1 : 0);
+}
+
+function byLoadCmp(a: Entry, b: Entry): number {
+  return a.loadPlusInfer - b.loadPlusInfer || byCostCmp(a, b);
+}
+
+function insertSorted(list: Entry[], e: Entry, cmp: (a: Entry, b: Entry) => number): void {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (cmp(list[mid] as Entry, e) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  list.splice(lo, 0, e);
+}
+
+function removeFrom(list: Entry[], e: Entry): void {
+  const i = list.indexOf(e);
+  if (i >= 0) list.splice(i, 1);
+}
+
+function leastLoaded(rt: VariantRuntime): string | undefined {
+  let best: WorkerLoad | undefined;
+  for (const w of rt.workers) if (!best || w.qps < best.qps) best = w;
+  return best?.worker;
+}
+
+function pct(x: number): string {
+  return `${Math.round(x * 1000) / 10}%`;
+}
+
+/** Distance of an offer from a requirement: relative shortfalls in accuracy, latency and cost. */
+function shortfall(e: Entry, req: QueryRequirements): number {
+  const minAcc = req.minAccuracy ?? 0;
+  let d = 0;
+  if (e.v.accuracy < minAcc) d += (minAcc - e.v.accuracy) / Math.max(minAcc, 1e-9);
+  if (e.latency > req.latencyMs) d += (e.latency - req.latencyMs) / Math.max(req.latencyMs, 1e-9);
+  if (req.maxCostPerQuery !== undefined && e.cost > req.maxCostPerQuery) d += (e.cost - req.maxCostPerQuery) / Math.max(req.maxCostPerQuery, 1e-12);
+  return d;
+}
+
+/** The incrementally maintained selection index (one per dispatcher). */
+export class SelectionIndex {
+  private readonly apps = new Map<string, AppIndex>();
+  private readonly entries = new Map<string, Entry>();
+  private readonly workers = new Map<string, WorkerInfo[]>();
+
+  constructor(variants: Iterable<VariantProfile> = []) {
+    for (const v of variants) this.upsertVariant(v);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  variant(name: string): VariantProfile | undefined {
+    return this.entries.get(name)?.v;
+  }
+
+  runtime(name: string): VariantRuntime {
+    return this.entries.get(name)?.rt ?? INACTIVE;
+  }
+
+  /** Variants of an app (profiled and not), cheapest per query first. */
+  variantsOf(app: string): VariantProfile[] {
+    return (this.apps.get(app)?.all ?? []).slice().sort(byCostCmp).map((e) => e.v);
+  }
+
+  /** Add or replace a variant's profile; keeps its runtime state. */
+  upsertVariant(v: VariantProfile): void {
+    const old = this.entries.get(v.name);
+    const rt = old?.rt ?? INACTIVE;
+    if (old) this.removeVariant(v.name);
+    const latency = variantLatencyMs(v);
+    const e: Entry = { v, cost: costPerQuery(v), latency, loadPlusInfer: v.loadLatencyMs + latency, rt, active: false };
+    this.entries.set(v.name, e);
+    let app = this.apps.get(v.app);
+    if (!app) {
+      app = { byCost: [], byLoadLatency: [], active: [], all: [] };
+      this.apps.set(v.app, app);
+    }
+    app.all.push(e);
+    if (v.profiled) {
+      insertSorted(app.byCost, e, byCostCmp);
+      insertSorted(app.byLoadLatency, e, byLoadCmp);
+    }
+    this.setRuntime(v.name, rt);
+  }
+
+  removeVariant(name: string): void {
+    const e = this.entries.get(name);
+    if (!e) return;
+    const app = this.apps.get(e.v.app);
+    if (app) {
+      removeFrom(app.byCost, e);
+      removeFrom(app.byLoadLatency, e);
+      removeFrom(app.active, e);
+      removeFrom(app.all, e);
+    }
+    this.entries.delete(name);
+  }
+
+  /** Update a variant's runtime state (from monitoring). O(active variants of its app) on a state change. */
+  setRuntime(name: string, rt: VariantRuntime): void {
+    const e = this.entries.get(name);
+    if (!e) return;
+    e.rt = rt;
+    const nowActive = rt.state === "active" && e.v.profiled;
+    if (nowActive === e.active) return;
+    const app = this.apps.get(e.v.app);
+    if (!app) return;
+    if (nowActive) insertSorted(app.active, e, byCostCmp);
+    else removeFrom(app.active, e);
+    e.active = nowActive;
+  }
+
+  /** Replace the worker list (hardware and utilisation) used to place loads. */
+  setWorkers(workers: Iterable<WorkerInfo>): void {
+    this.workers.clear();
+    for (const w of workers) {
+      const list = this.workers.get(w.hardware) ?? [];
+      list.push(w);
+      this.workers.set(w.hardware, list);
+    }
+  }
+
+  private lowestUtilised(hardware: string): string | undefined {
+    let best: WorkerInfo | undefined;
+    for (const w of this.workers.get(hardware) ?? []) if (!best || w.utilization < best.utilization) best = w;
+    return best?.worker;
+  }
+
+  /** INFaaS Algorithm 1 for one query of `app`. */
+  select(app: string, req: QueryRequirements): SelectionDecision {
+    const idx = this.apps.get(app);
+    if (!idx) return { kind: "infeasible", closest: null, reason: `unknown app "${app}": no variants registered` };
+    // 1. Active: cheapest per query, ties by most headroom.
+    let pick: Entry | undefined;
+    for (const e of idx.active) {
+      if (pick && e.cost > pick.cost) break;
+      if (!meets(e, req)) continue;
+      if (!pick || headroom(e.rt, e.v) > headroom(pick.rt, pick.v)) pick = e;
+    }
+    if (pick) {
+      const worker = leastLoaded(pick.rt);
+      return {
+        kind: "active",
+        variant: pick.v,
+        ...(worker !== undefined ? { worker } : {}),
+        reason: `cheapest active variant meeting the query (${pick.v.name}: ${pick.latency} ms, accuracy ${pct(pick.v.accuracy)})`,
+      };
+    }
+    // 2. Loading (lowest inference latency), then Inactive (lowest load + inference latency).
+    let loading: Entry | undefined;
+    let inactive: Entry | undefined;
+    let degraded: Entry | undefined;
+    for (const e of idx.byLoadLatency) {
+      if (e.active || !meets(e, req)) continue;
+      const st = e.rt.state;
+      if (st === "loading") {
+        if (!loading || e.latency < loading.latency) loading = e;
+      } else if (st === "inactive") {
+        inactive ??= e;
+      } else if (!degraded || headroom(e.rt, e.v) > headroom(degraded.rt, degraded.v)) {
+        degraded = e;
+      }
+    }
+    if (loading) {
+      const worker = leastLoaded(loading.rt);
+      return {
+        kind: "load",
+        variant: loading.v,
+        ...(worker !== undefined ? { worker } : {}),
+        alreadyLoading: true,
+        reason: `no active variant meets the query; ${loading.v.name} is loading`,
+      };
+    }
+    if (inactive) {
+      const worker = this.lowestUtilised(String(inactive.v.hardware));
+      return {
+        kind: "load",
+        variant: inactive.v,
+        ...(worker !== undefined ? { worker } : {}),
+        alreadyLoading: false,
+        reason: `no active variant meets the query; load ${inactive.v.name} (${inactive.v.loadLatencyMs} ms load + ${inactive.latency} ms inference, the lowest)`,
+      };
+    }
+    // 3. Every feasible variant is loaded but Overloaded/Interfered: queue on the most headroom.
+    if (degraded) {
+      const worker = leastLoaded(degraded.rt);
+      return {
+        kind: "active",
+        variant: degraded.v,
+        ...(worker !== undefined ? { worker } : {}),
+        degraded: true,
+        reason: `every variant meeting the query is overloaded or interfered; queued on ${degraded.v.name} (most headroom) while it scales`,
+      };
+    }
+    return infeasible(app, idx.all, req);
+  }
+}
+
+function infeasible(app: string, all: Entry[], req: QueryRequirements): SelectionDecision {
+  let best: Entry | undefined;
+  let bestD = Infinity;
+  for (const e of all) {
+    if (!e.v.profiled) continue;
+    const d = shortfall(e, req);
+    if (d < bestD || (d === bestD && best && byCostCmp(e, best) < 0)) {
+      best = e;
+      bestD = d;
+    }
+  }
+  const wanted = `accuracy ≥ ${pct(req.minAccuracy ?? 0)}, latency ≤ ${req.latencyMs} ms${req.maxCostPerQuery !== undefined ? `, cost ≤ ${req.maxCostPerQuery} per query` : ""}`;
+  if (!best) return { kind: "infeasible", closest: null, reason: `no profiled variant of app "${app}"` };
+  return {
+    kind: "infeasible",
+    closest: { variant: best.v.name, accuracy: best.v.accuracy, latency_ms: best.latency, cost_per_query: best.cost },
+    reason: `no variant of app "${app}" meets ${wanted}; closest is ${best.v.name} (accuracy ${pct(best.v.accuracy)}, ${best.latency} ms, ${best.cost.toPrecision(3)} per query)`,
+  };
+}
+
+/**
+ * The same algorithm as {@link SelectionIndex.select} as a plain scan over a list (reference for tests
+ * and for one-off decisions). `runtimes` defaults every variant to Inactive.
+ */
+export function selectVariant(
+  app: string,
+  variants: readonly VariantProfile[],
+  runtimes: ReadonlyMap<string, VariantRuntime>,
+  req: QueryRequirements,
+  workers: readonly WorkerInfo[] = [],
+): SelectionDecision {
+  const all: Entry[] = [];
+  for (const v of variants) {
+    if (v.app !== app) continue;
+    const latency = variantLatencyMs(v);
+    const rt = runtimes.get(v.name) ?? INACTIVE;
+    all.push({ v, cost: costPerQuery(v), latency, loadPlusInfer: v.loadLatencyMs + latency, rt, active: rt.state === "active" && v.profiled });
+  }
+  if (all.length === 0) return { kind: "infeasible", closest: null, reason: `unknown app "${app}": no variants registered` };
+  let pick: Entry | undefined;
+  for (const e of all) {
+    if (!e.active || !meets(e, req)) continue;
+    const better =
+      !pick ||
+      e.cost < pick.cost ||
+      (e.cost === pick.cost && (headroom(e.rt, e.v) > headroom(pick.rt, pick.v) || (headroom(e.rt, e.v) === headroom(pick.rt, pick.v) && e.v.name < pick.v.name)));
+    if (better) pick = e;
+  }
+  if (pick) {
+    const worker = leastLoaded(pick.rt);
+    return { kind: "active", variant: pick.v, ...(worker !== undefined ? { worker } : {}), reason: `cheapest active variant meeting the query (${pick.v.name})` };
+  }
+  const feasible = all.filter((e) => !e.active && e.v.profiled && meets(e, req));
+  const loading = feasible.filter((e) => e.rt.state === "loading").sort((a, b) => a.latency - b.latency || byLoadCmp(a, b))[0];
+  if (loading) {
+    const worker = leastLoaded(loading.rt);
+    return { kind: "load", variant: loading.v, ...(worker !== undefined ? { worker } : {}), alreadyLoading: true, reason: `${loading.v.name} is loading` };
+  }
+  const inactive = feasible.filter((e) => e.rt.state === "inactive").sort(byLoadCmp)[0];
+  if (inactive) {
+    let best: WorkerInfo | undefined;
+    for (const w of workers) if (w.hardware === inactive.v.hardware && (!best || w.utilization < best.utilization)) best = w;
+    const worker = best?.worker;
+    return { kind: "load", variant: inactive.v, ...(worker !== undefined ? { worker } : {}), alreadyLoading: false, reason: `load ${inactive.v.name}` };
+  }
+  let degraded: Entry | undefined;
+  for (const e of feasible.sort(byLoadCmp)) {
+    if (e.rt.state === "loading" || e.rt.state === "inactive") continue;
+    if (!degraded || headroom(e.rt, e.v) > headroom(degraded.rt, degraded.v)) degraded = e;
+  }
+  if (degraded) {
+    const worker = leastLoaded(degraded.rt);
+    return { kind: "active", variant: degraded.v, ...(worker !== undefined ? { worker } : {}), degraded: true, reason: `queued on ${degraded.v.name}` };
+  }
+  return infeasible(app, all, req);
+}

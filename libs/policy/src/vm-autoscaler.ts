@@ -1,0 +1,173 @@
+/**
+ * VM-level autoscaling: INFaaS's controller rules (papers/infaas.txt §4.2.3, §7; DESIGN §3
+ * "VM-level autoscaling"), run every 2 s.
+ *
+ * Add a worker of a hardware kind when
+ *  1. the utilisation of that kind's resource is above the threshold (80%) on **all** its workers;
+ *  2. variants on that kind are Interfered on all its workers;
+ *  3. more than 80% of the workers of that kind have an Overloaded variant;
+ *  4. the model autoscalers asked for placements (`place-elsewhere`) that no running worker could take.
+ * While a worker of that kind is still booting, no second one is added for the same rule (the booting one
+ * is the answer; VMs take 20-30 s to start).
+ *
+ * Replace a worker whose heartbeat is older than `heartbeatTimeoutMs` (§7): a new one of the same kind,
+ * with the variants the lost one ran (from the metadata store) to restore.
+ *
+ * Remove idle workers (our rule; the paper does not give one): a worker that has run no Active variant
+ * with load for `idleMs` (5 min), when the workers of its kind that remain offer at least
+ * `removeCapacityFactor` (1.2) × the forecast load of that kind (or the current load without a
+ * forecast), and at least `minWorkersPerKind` remain. One removal per kind per tick, so capacity
+ * steps down gently.
+ *
+ * Pure: `vmAutoscale(ctx) -> { decisions, state }`; the per-worker idle clocks are carried in `state`.
+ */
+
+export interface VmAutoscalerConfig {
+  /** @default 0.8 */
+  utilizationThreshold: number;
+  /** @default 0.8 */
+  overloadedFraction: number;
+  /** @default 300_000 (5 min) */
+  idleMs: number;
+  /** @default 1.2 */
+  removeCapacityFactor: number;
+  /** @default 10_000 */
+  heartbeatTimeoutMs: number;
+  /** @default 0 */
+  minWorkersPerKind: number;
+  /** @default Infinity */
+  maxWorkersPerKind: number;
+}
+
+export const DEFAULT_VM_AUTOSCALER_CONFIG: VmAutoscalerConfig = {
+  utilizationThreshold: 0.8,
+  overloadedFraction: 0.8,
+  idleMs: 300_000,
+  removeCapacityFactor: 1.2,
+  heartbeatTimeoutMs: 10_000,
+  minWorkersPerKind: 0,
+  maxWorkersPerKind: Infinity,
+};
+
+export interface VmWorkerView {
+  name: string;
+  kind: string;
+  /** Still booting: counts toward capacity to come, not toward the rules. */
+  booting: boolean;
+  /** 0..1, utilisation of the kind's main resource (accelerator or cores) over the last interval. */
+  utilization: number;
+  /** Any variant on it Interfered / Overloaded. */
+  interfered: boolean;
+  overloaded: boolean;
+  /** Any Active variant with non-zero load. */
+  serving: boolean;
+  /** Σ profiled peak QPS of its loaded instances. */
+  capacityQps: number;
+  lastHeartbeatMs: number;
+  /** Variants it runs (to restore on a replacement). */
+  variants: string[];
+}
+
+export interface PendingPlacement {
+  kind: string;
+  variant: string;
+  count: number;
+}
+
+export interface VmAutoscalerState {
+  idleSinceMs: Record<string, number>;
+}
+
+export interface VmAutoscalerContext {
+  nowMs: number;
+  workers: readonly VmWorkerView[];
+  pending?: readonly PendingPlacement[];
+  /** Forecast load (QPS) per kind for the remove-idle rule. */
+  forecastQpsByKind?: Readonly<Record<string, number>>;
+  /** Current load (QPS) per kind, used when there is no forecast. */
+  loadQpsByKind?: Readonly<Record<string, number>>;
+  config?: Partial<VmAutoscalerConfig>;
+  state?: VmAutoscalerState;
+}
+
+export type VmScalingDecision =
+  | { action: "add"; kind: string; count: number; reason: string }
+  | { action: "remove"; worker: string; kind: string; reason: string }
+  | { action: "replace"; worker: string; kind: string; restore: string[]; reason: string }
+  | { action: "hold"; kind: string; reason: string };
+
+export interface VmAutoscalerResult {
+  decisions: VmScalingDecision[];
+  state: VmAutoscalerState;
+}
+
+const pct = (x: number): string => `${Math.round(x * 100)}%`;
+
+export function vmAutoscale(ctx: VmAutoscalerContext): VmAutoscalerResult {
+  const cfg: VmAutoscalerConfig = { ...DEFAULT_VM_AUTOSCALER_CONFIG, ...(ctx.config ?? {}) };
+  const decisions: VmScalingDecision[] = [];
+  const prevIdle = ctx.state?.idleSinceMs ?? {};
+  const idleSinceMs: Record<string, number> = {};
+  const lost = new Set<string>();
+
+  for (const w of ctx.workers) {
+    if (!w.booting && ctx.nowMs - w.lastHeartbeatMs > cfg.heartbeatTimeoutMs) {
+      lost.add(w.name);
+      decisions.push({
+        action: "replace",
+        worker: w.name,
+        kind: w.kind,
+        restore: [...w.variants],
+        reason: `heartbeat lost for ${Math.round((ctx.nowMs - w.lastHeartbeatMs) / 1000)} s (> ${cfg.heartbeatTimeoutMs / 1000} s): replace it and restore ${w.variants.length} variant(s)`,
+      });
+    }
+  }
+
+  const kinds = new Set<string>([...ctx.workers.map((w) => w.kind), ...(ctx.pending ?? []).map((p) => p.kind)]);
+  for (const kind of [...kinds].sort()) {
+    const all = ctx.workers.filter((w) => w.kind === kind && !lost.has(w.name));
+    const up = all.filter((w) => !w.booting);
+    const booting = all.length - up.length;
+    const pending = (ctx.pending ?? []).filter((p) => p.kind === kind);
+    const reasons: string[] = [];
+    if (up.length > 0 && up.every((w) => w.utilization > cfg.utilizationThreshold)) {
+      reasons.push(`utilisation above ${pct(cfg.utilizationThreshold)} on all ${up.length} ${kind} worker(s) (min ${pct(Math.min(...up.map((w) => w.utilization)))})`);
+    }
+    if (up.length > 0 && up.every((w) => w.interfered)) reasons.push(`variants interfered on all ${up.length} ${kind} worker(s)`);
+    const overloaded = up.filter((w) => w.overloaded).length;
+    if (up.length > 0 && overloaded / up.length > cfg.overloadedFraction) {
+      reasons.push(`${overloaded} of ${up.length} ${kind} workers (${pct(overloaded / up.length)} > ${pct(cfg.overloadedFraction)}) have overloaded variants`);
+    }
+    if (pending.length > 0) reasons.push(`placement of ${pending.map((p) => `${p.count}×${p.variant}`).join(", ")} fits on no running ${kind} worker`);
+    if (reasons.length > 0) {
+      if (booting > 0) decisions.push({ action: "hold", kind, reason: `${reasons.join("; ")}; ${booting} ${kind} worker(s) already booting` });
+      else if (all.length >= cfg.maxWorkersPerKind) decisions.push({ action: "hold", kind, reason: `${reasons.join("; ")}; at the limit of ${cfg.maxWorkersPerKind} ${kind} worker(s)` });
+      else decisions.push({ action: "add", kind, count: 1, reason: reasons.join("; ") });
+      // A kind that needs more capacity removes none.
+      for (const w of all) if (!w.serving) idleSinceMs[w.name] = prevIdle[w.name] ?? ctx.nowMs;
+      continue;
+    }
+    // Remove-idle rule.
+    const forecast = ctx.forecastQpsByKind?.[kind] ?? ctx.loadQpsByKind?.[kind] ?? 0;
+    let removed = false;
+    for (const w of [...up].sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      if (w.serving) continue;
+      const since = prevIdle[w.name] ?? ctx.nowMs;
+      idleSinceMs[w.name] = since;
+      if (removed || ctx.nowMs - since < cfg.idleMs) continue;
+      const remaining = all.filter((o) => o !== w);
+      const remainingCap = remaining.reduce((s, o) => s + o.capacityQps, 0);
+      if (remaining.length < cfg.minWorkersPerKind) continue;
+      if (remainingCap + 1e-9 < cfg.removeCapacityFactor * forecast) continue;
+      removed = true;
+      delete idleSinceMs[w.name];
+      decisions.push({
+        action: "remove",
+        worker: w.name,
+        kind,
+        reason: `no active variant for ${Math.round((ctx.nowMs - since) / 1000)} s (≥ ${cfg.idleMs / 1000} s) and the other ${remaining.length} ${kind} worker(s) offer ${Math.round(remainingCap * 10) / 10} QPS ≥ ${cfg.removeCapacityFactor} × forecast ${Math.round(forecast * 10) / 10} QPS`,
+      });
+    }
+  }
+  return { decisions, state: { idleSinceMs } };
+}

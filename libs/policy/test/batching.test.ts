@@ -1,0 +1,80 @@
+import { describe, expect, it } from "vitest";
+import { decideBatch, cannotFinishInTime, routeModelQuery, chooseWorker, type RouteCandidate, type WorkerView } from "../src/index.js";
+
+describe("batching", () => {
+  const policy = { maxBatch: 8, batchWaitMs: 10 };
+  it.each([
+    // [queue length, oldest queued at, busy, now] → action
+    ["busy executor waits", 5, 0, true, 100, "none"],
+    ["empty queue", 0, undefined, false, 100, "none"],
+    ["full batch leaves at once", 8, 95, false, 100, "run"],
+    ["oldest waited Wbatch (100 - 90 = 10 ≥ 10)", 3, 90, false, 100, "run"],
+    ["oldest waited 5 < 10: wait", 3, 95, false, 100, "wait"],
+  ] as const)("batching - %s", (_name, length, oldest, busy, now, action) => {
+    expect(decideBatch(length, oldest, busy, now, policy).action).toBe(action);
+  });
+
+  it("batching - the wait ends when the oldest query reaches Wbatch (95 + 10 = 105)", () => {
+    expect(decideBatch(3, 95, false, 100, policy)).toMatchObject({ action: "wait", untilMs: 105 });
+  });
+
+  it("batching - a full queue runs Nbatch, a timed-out one runs what it has", () => {
+    expect(decideBatch(20, 0, false, 1, policy)).toMatchObject({ action: "run", size: 8 });
+    expect(decideBatch(3, 0, false, 50, policy)).toMatchObject({ action: "run", size: 3 });
+  });
+
+  it("batching - with Wbatch 0 an idle executor runs whatever is queued", () => {
+    expect(decideBatch(1, 100, false, 100, { maxBatch: 8, batchWaitMs: 0 })).toMatchObject({ action: "run", size: 1 });
+  });
+
+  it("batching - a query that cannot finish by its deadline is not started silently", () => {
+    expect(cannotFinishInTime(1000, 990, 15)).toBe(true); // 990 + 15 = 1005 > 1000
+    expect(cannotFinishInTime(1000, 980, 15)).toBe(false); // 995 ≤ 1000
+  });
+});
+
+describe("routing", () => {
+  const base: RouteCandidate = { variant: "m--cpu", hardware: "cpu", activeInstances: 0, loadingInstances: 0, arrivalsPerS: 0, queueLength: 0, pricePerS: 1, hardwareAvailable: true, selectable: true };
+  it("routing - picks the least loaded active variant per instance", () => {
+    const d = routeModelQuery([
+      { ...base, variant: "a", activeInstances: 1, arrivalsPerS: 50 }, // 50 per instance
+      { ...base, variant: "b", activeInstances: 2, arrivalsPerS: 60 }, // 30 per instance
+    ]);
+    expect(d).toMatchObject({ kind: "active", variant: "b" });
+  });
+  it("routing - waits for a loading variant rather than loading another", () => {
+    expect(routeModelQuery([{ ...base, variant: "a", loadingInstances: 1 }, { ...base, variant: "b" }])).toMatchObject({ kind: "loading", variant: "a" });
+  });
+  it("routing - loads the cheapest variant whose hardware has a worker", () => {
+    const d = routeModelQuery([
+      { ...base, variant: "gpu", hardware: "gpu", pricePerS: 10, hardwareAvailable: true },
+      { ...base, variant: "cpu", pricePerS: 1 },
+      { ...base, variant: "inf", hardware: "inferentia", pricePerS: 0.5, hardwareAvailable: false },
+    ]);
+    expect(d).toMatchObject({ kind: "load", variant: "cpu" });
+  });
+  it("routing - says why when nothing can serve", () => {
+    expect(routeModelQuery([{ ...base, hardware: "gpu", hardwareAvailable: false }])).toEqual({ kind: "none", reason: "no worker of hardware gpu is running" });
+    expect(routeModelQuery([])).toEqual({ kind: "none", reason: "the model has no variants" });
+  });
+  it("routing - never picks an unselectable variant", () => {
+    expect(routeModelQuery([{ ...base, activeInstances: 3, selectable: false }]).kind).toBe("none");
+  });
+});
+
+describe("placement", () => {
+  const w = (worker: string, utilisation: number, extra: Partial<WorkerView> = {}): WorkerView => ({
+    worker, hardware: "cpu", utilisation, threads: 4, threadsUsed: 0, variants: [], seenAtMs: 1000, ...extra,
+  });
+  const request = { variant: "v", hardware: "cpu", threads: 1 };
+  it("placement - lowest-utilised live worker of the hardware", () => {
+    expect(chooseWorker([w("a", 0.7), w("b", 0.2), w("c", 0.1, { hardware: "gpu" })], request, 2000).worker).toBe("b");
+  });
+  it("placement - ignores stale heartbeats (2000 + 5000 < 8000)", () => {
+    expect(chooseWorker([w("a", 0.1, { seenAtMs: 2000 })], request, 8000)).toEqual({ worker: undefined, reason: "no live cpu worker" });
+  });
+  it("placement - prefers a worker with free threads, and skips workers that already run the variant", () => {
+    expect(chooseWorker([w("full", 0.0, { threadsUsed: 4 }), w("free", 0.5)], request, 1000).worker).toBe("free");
+    expect(chooseWorker([w("has", 0.0, { variants: ["v"] }), w("other", 0.9)], request, 1000).worker).toBe("other");
+  });
+});

@@ -1,0 +1,67 @@
+import { describe, expect, it } from "vitest";
+import type { Pipeline, ProfileSet } from "../src/pipeline.js";
+import { envelopeWindows, initialTunerState, makeTunerPlan, trafficEnvelope, tunerStep, type TunerState } from "../src/tuner.js";
+
+const one: Pipeline = { name: "one", models: ["m"], edges: [] };
+// T(4) = 40 ms → μ = 4/0.04 = 100 qps per replica.
+const profiles: ProfileSet = { m: [{ hardware: "gpu", pricePerHour: 1, batchLatencyMs: [[1, 25], [4, 40]] }] };
+const evenly = (qps: number, fromMs: number, toMs: number): number[] => {
+  const out: number[] = [];
+  for (let t = fromMs; t < toMs; t += 1000 / qps) out.push(t);
+  return out;
+};
+
+describe("tuner", () => {
+  it("tuner - windows double from the service time up to 60 s", () => {
+    expect(envelopeWindows(50, 400)).toEqual([50, 100, 200, 400]);
+    expect(envelopeWindows(40)).toHaveLength(11); // 40 · 2^10 = 40 960 ≤ 60 000 < 81 920
+  });
+
+  it("tuner - envelope is the busiest window of each width", () => {
+    const a = [0, 10, 20, 100, 105, 110, 115];
+    // 10 ms: (100,110] holds 105, 110 → 2/0.01 s = 200 qps; 20 ms: (95,115] holds 4 → 200; 100 ms: (15,115] holds 5 → 50.
+    expect(trafficEnvelope(a, [10, 20, 100])).toEqual([200, 200, 50]);
+    expect(trafficEnvelope(a, [100], 100)).toEqual([40]); // only 100..115 counted: 4 / 0.1 s
+  });
+
+  it("tuner - the plan carries μ, ρ and the planning envelope", () => {
+    // 100 qps evenly for 70 s on 2 replicas of 100 qps: ρ = 100 / (2 · 100) = 0.5.
+    const plan = makeTunerPlan(one, profiles, { m: { hardware: "gpu", maxBatch: 4, replicas: 2 } }, evenly(100, 0, 70_000));
+    expect(plan.models.m!.replicaQps).toBe(100);
+    expect(plan.models.m!.rho).toBeCloseTo(0.5, 3);
+    expect(plan.minRho).toBe(plan.models.m!.rho);
+    expect(plan.plannedEnvelopeQps[0]).toBeCloseTo(100, 6); // 4 arrivals in any (t − 40, t]
+    // A 10 s planning trace caps the windows at 10 s.
+    const short = makeTunerPlan(one, profiles, { m: { hardware: "gpu", maxBatch: 4, replicas: 2 } }, evenly(100, 0, 10_000));
+    expect(Math.max(...short.windowsMs)).toBeLessThanOrEqual(10_000);
+  });
+
+  const plan = makeTunerPlan(one, profiles, { m: { hardware: "gpu", maxBatch: 4, replicas: 2 } }, evenly(100, 0, 70_000));
+
+  it("tuner - scales up at once when the rate exceeds the planned envelope", () => {
+    // Live 200 qps: r_max ≈ 200 → k = ⌈200 · 1 / (100 · 0.5)⌉ = 4.
+    const d = tunerStep({ nowMs: 60_000, recentArrivalsMs: evenly(200, 0, 60_000), plan, state: initialTunerState(plan) });
+    expect(d.changed).toBe(true);
+    expect(d.state.replicas).toEqual({ m: 4 });
+    expect(d.state.lastChangeMs).toBe(60_000);
+  });
+
+  it("tuner - a burst at a short time scale is caught by a short window", () => {
+    // Planned traffic plus 30 extra queries within 30 ms at t = 59.9 s: the 40 ms window sees ≥ 33 queries → ≥ 825 qps.
+    const burst = [...evenly(100, 0, 60_000), ...Array.from({ length: 30 }, (_, i) => 59_900 + i)].sort((x, y) => x - y);
+    const d = tunerStep({ nowMs: 60_000, recentArrivalsMs: burst, plan, state: initialTunerState(plan) });
+    expect(d.changed).toBe(true);
+    expect(d.reason.startsWith("envelope at 0.040 s")).toBe(true);
+    expect(d.state.replicas.m).toBeGreaterThanOrEqual(17); // ⌈825 / 50⌉
+  });
+
+  it("tuner - scales down only after 15 s quiet, to the 30 s max rate at ρ = min ρ_m", () => {
+    const state: TunerState = { replicas: { m: 6 }, lastChangeMs: 0 };
+    const live = evenly(100, 0, 60_000);
+    expect(tunerStep({ nowMs: 10_000, recentArrivalsMs: live.filter((t) => t < 10_000), plan, state }).changed).toBe(false);
+    // λ_new = 100 → k = ⌈100 / (100 · 0.5)⌉ = 2.
+    const d = tunerStep({ nowMs: 60_000, recentArrivalsMs: live, plan, state });
+    expect(d.state.replicas).toEqual({ m: 2 });
+    expect(d.reason).toBe("λ_new 100.0 qps: m 6→2");
+  });
+});

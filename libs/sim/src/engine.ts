@@ -1,0 +1,772 @@
+/**
+ * A continuous-time discrete-event simulator of an inference-serving cluster, with a virtual clock
+ * (DESIGN §2, §6). It runs the pure policies of `@sloserve/policy` unchanged: a scenario wires them in
+ * as a router (called per query) and periodic controllers (called every N ms), and the engine moves
+ * time, batches, serves, bills and measures.
+ *
+ * ## Model
+ * - **Streams** produce queries (arrival processes from workload.ts), each with an app, an SLO and
+ *   optional accuracy/cost requirements.
+ * - The **router** decides where a query goes: on arrival, after each queue has served it (so a
+ *   pipeline routes stage by stage, fans out by returning several queues, and ends by returning
+ *   `null`), and when a queue sheds it as late (a "late" query must not go back to the queue that shed
+ *   it). It may return a {@link Queue}, a {@link FunctionPool}
+ *   (serverless overflow), an array of queues (fan-out), {@link drop}(reason), or `null` (done).
+ * - **Queues** are FIFO, one per variant (or pipeline stage), shared by all their replicas.
+ * - **Replicas** (a loaded variant) sit on **machines** (billed instances with a boot delay and
+ *   resources), or on no machine when a scenario bills replicas directly. A replica with a free slot
+ *   takes a batch when the queue holds Nbatch (its `maxBatch`) queries, or when the oldest query has
+ *   waited Wbatch (`waitMs`), or at once when Wbatch = 0. A batch of b takes T(b) × slowdowns.
+ * - **Controllers** run every `periodMs` (`every`) and may launch/terminate machines and add/remove
+ *   replicas; they read queue rates, replica busy times and states from the entities.
+ * - **Measurement**: each query's end-to-end latency (arrival → last branch done), SLO attainment
+ *   (completed within SLO / all arrivals; dropped queries count as misses), drops by reason, cost
+ *   (machines and priced replicas per second with their billing minimum, functions per request and
+ *   GB-second), and per-second series.
+ * - **Conservation**: every arrival is either completed or dropped; queries still in flight when the
+ *   drain window ends are dropped with reason "unfinished at end of run".
+ * - Billing runs to `durationMs` (the experiment's window); after it the engine keeps serving queued
+ *   queries for at most `drainMs` so that latencies of late queries are measured, without billing that.
+ *
+ * ## How a scenario drives it
+ * ```ts
+ * import { Simulator, ScheduledArrivals, constantRate, drop } from "@sloserve/sim";
+ *
+ * const sim = new Simulator({ seed: 1, durationMs: 3_600_000 });
+ * const q = sim.addQueue({ name: "resnet50-gpu", maxBatch: 8, waitMs: 20 });
+ * const gpu = sim.launchMachine({ type: "p3.2xlarge", kind: "gpu", pricePerS: 3.06 / 3600, bootMs: 30_000 });
+ * sim.addReplica(q, gpu, { latencyMs: { 1: 5, 8: 15 }, loadMs: 5_000, label: "resnet50-gpu-b8" });
+ * sim.addStream({ app: "classify", sloMs: 300, process: new ScheduledArrivals(constantRate(100, 3600), 1) });
+ * sim.setRouter((query, from, cause) => (cause === "arrival" ? q : null)); // one stage, then done
+ * sim.every(1000, (nowMs) => {
+ *   // a controller: read q.rateQps(nowMs), q.length, replica.busyMsAt(nowMs) ...; call a pure policy;
+ *   // apply its decisions with sim.launchMachine / addReplica / removeReplica / terminateMachine.
+ * });
+ * const result = sim.run(); // SimResult: latencies, attainment, drops, cost, per-second series
+ * ```
+ * Overflow: `sim.addFunctionPool({ name: "lambda", latencyMs: 380, memoryGb: 3 })` and return the pool
+ * from the router (e.g. when `q.estimateCompletionMs() > query.sloMs`). Timers: `sim.at(tMs, fn)`.
+ * Spot loss: `sim.killMachine(m)` puts the batches it was running back at the head of their queues.
+ */
+import { createRng, lambdaCost, type Rng } from "@sloserve/policy";
+import { billedCost } from "./billing.js";
+import {
+  FunctionPool,
+  Machine,
+  Queue,
+  Replica,
+  type Batch,
+  type FunctionPoolOptions,
+  type MachineOptions,
+  type Query,
+  type QueueOptions,
+  type ReplicaOptions,
+} from "./entities.js";
+import { EventHeap } from "./heap.js";
+import { BinCounter, LatencySample } from "./stats.js";
+import type { ArrivalProcess } from "./workload.js";
+
+export * from "./entities.js";
+
+/** A query is dropped (with a clear reason) instead of being served. */
+export class Drop {
+  constructor(readonly reason: string) {}
+}
+const dropCache = new Map<string, Drop>();
+/** A cached Drop for a reason (routers may call this per query without allocating). */
+export function drop(reason: string): Drop {
+  let d = dropCache.get(reason);
+  if (!d) {
+    d = new Drop(reason);
+    dropCache.set(reason, d);
+  }
+  return d;
+}
+
+export type Route = Queue | FunctionPool | readonly Queue[] | Drop | null;
+/**
+ * Why the router is called: a new query ("arrival"); a queue or function finished its stage ("served");
+ * a queue shed it because it can no longer meet its deadline ("late"); a scenario took it out of a queue
+ * with `rerouteQueued` (e.g. the variant was unloaded) and it needs a new place ("requeued").
+ */
+export type RouteCause = "arrival" | "served" | "late" | "requeued";
+export type Router = (query: Query, from: Queue | FunctionPool | null, cause: RouteCause, sim: Simulator) => Route;
+
+export interface StreamSpec {
+  process: ArrivalProcess;
+  app: string;
+  sloMs: number;
+  /** @default 0 */
+  minAccuracy?: number;
+  /** @default Infinity */
+  maxCostPerQuery?: number;
+  /** Called on each new query before routing (set query.data, vary the SLO, ...). */
+  init?: (query: Query, sim: Simulator) => void;
+}
+
+export interface SimulatorOptions {
+  seed: number;
+  /** Length of the experiment: arrivals stop and billing is measured here. */
+  durationMs: number;
+  /** Longest time after durationMs spent finishing queued queries. @default 60_000 */
+  drainMs?: number;
+  /** Period of the per-sample series (machines, cost). @default 1000 */
+  sampleMs?: number;
+}
+
+export interface AppStats {
+  arrivals: number;
+  completed: number;
+  dropped: number;
+  sloMet: number;
+  latency: LatencySample;
+}
+
+export interface Sample {
+  tMs: number;
+  costDollars: number;
+  machinesByKind: Record<string, number>;
+  replicasByQueue: Record<string, number>;
+}
+
+export interface SimResult {
+  durationMs: number;
+  /** Virtual time when the run stopped (≥ durationMs when queries were drained). */
+  endMs: number;
+  arrivals: number;
+  completed: number;
+  dropped: number;
+  droppedByReason: Record<string, number>;
+  sloMet: number;
+  /** sloMet / arrivals (dropped queries count as misses). */
+  sloAttainment: number;
+  latencyMs: { p50: number; p99: number; mean: number; max: number };
+  byApp: Record<string, { arrivals: number; completed: number; dropped: number; sloAttainment: number; p50: number; p99: number }>;
+  costDollars: number;
+  costByKind: Record<string, number>;
+  functionCostDollars: number;
+  functionInvocations: number;
+  coldStarts: number;
+  queues: Array<{ name: string; arrived: number; served: number; maxReplicas: number }>;
+  /** Per second: arrivals, completions, SLO misses (late completions + drops). */
+  series: { arrivals: number[]; completed: number[]; missed: number[]; dropped: number[] };
+  samples: Sample[];
+  events: number;
+}
+
+const enum Kind {
+  Arrival,
+  BatchDone,
+  QueueTimer,
+  ReplicaReady,
+  MachineReady,
+  Tick,
+  Call,
+  FunctionDone,
+  Sample,
+}
+
+interface Ev {
+  t: number;
+  seq: number;
+  kind: Kind;
+  ref: unknown;
+}
+
+interface Stream {
+  index: number;
+  spec: StreamSpec;
+  rng: Rng;
+}
+
+interface Ticker {
+  periodMs: number;
+  fn: (nowMs: number) => void;
+  cancelled: boolean;
+}
+
+interface FnCall {
+  query: Query;
+  pool: FunctionPool;
+}
+
+export class Simulator {
+  /** Virtual time in ms. */
+  nowMs = 0;
+  /** The run's random generator (for routers and controllers); streams have their own. */
+  readonly rng: Rng;
+  readonly durationMs: number;
+  readonly drainMs: number;
+  readonly queues: Queue[] = [];
+  readonly machines: Machine[] = [];
+  readonly pools: FunctionPool[] = [];
+  readonly byApp = new Map<string, AppStats>();
+
+  private readonly heap = new EventHeap<Ev>();
+  private seq = 0;
+  private nextId = 0;
+  private readonly streams: Stream[] = [];
+  private readonly allReplicas: Replica[] = [];
+  private router: Router = () => drop("no router");
+  private inFlight = 0;
+  private activeStreams = 0;
+  private arrivals = 0;
+  private completed = 0;
+  private dropped = 0;
+  private sloMet = 0;
+  private readonly droppedByReason: Record<string, number> = {};
+  private readonly latency = new LatencySample();
+  private readonly arrivalSeries = new BinCounter();
+  private readonly completedSeries = new BinCounter();
+  private readonly missedSeries = new BinCounter();
+  private readonly droppedSeries = new BinCounter();
+  private readonly samples: Sample[] = [];
+  private readonly sampleMs: number;
+  private readonly sampleHooks: Array<(nowMs: number, sim: Simulator) => void> = [];
+  private events = 0;
+  private ran = false;
+  private readonly seedBase: number;
+
+  constructor(opts: SimulatorOptions) {
+    this.rng = createRng(opts.seed);
+    this.durationMs = opts.durationMs;
+    this.drainMs = opts.drainMs ?? 60_000;
+    this.sampleMs = opts.sampleMs ?? 1000;
+    this.seedBase = opts.seed;
+  }
+
+  // ---------------------------------------------------------------- building
+
+  addStream(spec: StreamSpec): void {
+    const index = this.streams.length;
+    this.streams.push({ index, spec, rng: createRng((this.seedBase * 1_000_003 + index * 7919 + 17) | 0) });
+  }
+
+  setRouter(router: Router): void {
+    this.router = router;
+  }
+
+  addQueue(opts: QueueOptions): Queue {
+    const q = new Queue(this.queues.length, opts);
+    this.queues.push(q);
+    return q;
+  }
+
+  addFunctionPool(opts: FunctionPoolOptions): FunctionPool {
+    const p = new FunctionPool(this.pools.length, opts);
+    this.pools.push(p);
+    return p;
+  }
+
+  /** Request a machine now; it is usable after `bootMs` and billed from now. */
+  launchMachine(opts: MachineOptions): Machine {
+    const m = new Machine(this.machines.length, opts, this.nowMs);
+    this.machines.push(m);
+    this.schedule(this.nowMs + (opts.bootMs ?? 0), Kind.MachineReady, m);
+    return m;
+  }
+
+  /**
+   * Terminate a machine gracefully: its replicas stop taking work, running batches finish, billing
+   * stops now.
+   */
+  terminateMachine(m: Machine): void {
+    if (m.state === "terminated" || m.state === "draining") return;
+    m.billedToMs = this.nowMs;
+    m.state = "draining";
+    for (const r of [...m.replicas]) this.removeReplica(r);
+    if (m.replicas.size === 0) m.state = "terminated";
+  }
+
+  /**
+   * Lose a machine at once (spot interruption, failure): queries in its running batches go back to the
+   * head of their queues; billing stops now.
+   */
+  killMachine(m: Machine): void {
+    if (m.state === "terminated") return;
+    m.billedToMs ??= this.nowMs;
+    m.state = "terminated";
+    for (const r of [...m.replicas]) {
+      const lost: Query[] = [];
+      for (const b of r.batches) {
+        b.cancelled = true;
+        lost.push(...b.queries);
+        r._finish(b, this.nowMs);
+      }
+      this.detach(r);
+      if (lost.length > 0) {
+        r.queue._unshift(lost);
+        this.tryDispatch(r.queue);
+      }
+    }
+  }
+
+  /**
+   * Load a replica of a variant on a machine (or on no machine). Returns null when the machine lacks
+   * the resources or is terminating. It starts serving `loadMs` after the machine is up.
+   */
+  addReplica(queue: Queue, machine: Machine | null, opts: ReplicaOptions): Replica | null {
+    if (machine && (machine.state === "draining" || machine.state === "terminated")) return null;
+    if (machine && !machine.fits(opts.uses ?? {})) return null;
+    const r = new Replica(this.allReplicas.length, queue, machine, opts, this.nowMs);
+    this.allReplicas.push(r);
+    queue.replicas.push(r);
+    if (machine) {
+      machine.replicas.add(r);
+      for (const [k, v] of Object.entries(r.uses)) machine.used[k] = (machine.used[k] ?? 0) + v;
+    }
+    const up = machine ? Math.max(this.nowMs, machine.readyMs) : this.nowMs;
+    if (!machine || machine.state === "running") this.schedule(up + r.loadMs, Kind.ReplicaReady, r);
+    return r;
+  }
+
+  /** Unload a replica gracefully: it takes no new batch; running batches finish. */
+  removeReplica(r: Replica): void {
+    if (r.state === "removed" || r.state === "draining") return;
+    r.billedToMs = this.nowMs;
+    const idx = r.queue.avail.indexOf(r);
+    if (idx >= 0) r.queue.avail.splice(idx, 1);
+    if (r.inFlight > 0) r.state = "draining";
+    else this.detach(r);
+  }
+
+  /**
+   * Take every query waiting in a queue out and route it again (cause "requeued"): used when a variant
+   * is unloaded with queries still waiting. Returns how many were moved.
+   */
+  rerouteQueued(queue: Queue): number {
+    const waiting: Query[] = [];
+    for (let q = queue._shift(); q; q = queue._shift()) waiting.push(q);
+    for (const q of waiting) this.route(q, this.router(q, queue, "requeued", this));
+    return waiting.length;
+  }
+
+  /** Call fn every periodMs, first at offsetMs (default: one period from now). */
+  every(periodMs: number, fn: (nowMs: number) => void, offsetMs?: number): { cancel(): void } {
+    const ticker: Ticker = { periodMs, fn, cancelled: false };
+    this.schedule(offsetMs ?? this.nowMs + periodMs, Kind.Tick, ticker);
+    return { cancel: () => void (ticker.cancelled = true) };
+  }
+
+  /** Call fn once at tMs. */
+  at(tMs: number, fn: (nowMs: number) => void): void {
+    this.schedule(Math.max(tMs, this.nowMs), Kind.Call, fn);
+  }
+
+  /** Called at every sample (default each second) after the engine's own sample is taken. */
+  onSample(fn: (nowMs: number, sim: Simulator) => void): void {
+    this.sampleHooks.push(fn);
+  }
+
+  // ---------------------------------------------------------------- reading
+
+  /** All replicas ever created (removed ones included). */
+  get replicas(): readonly Replica[] {
+    return this.allReplicas;
+  }
+
+  /** Dollars billed up to atMs (default now) for machines, priced replicas and functions. */
+  costDollars(atMs = this.nowMs): number {
+    let c = 0;
+    for (const m of this.machines) c += billedCost(m, atMs);
+    for (const r of this.allReplicas) c += billedCost(r, atMs);
+    for (const p of this.pools) c += p.costDollars;
+    return c;
+  }
+
+  /** Queries accepted and not yet completed or dropped. */
+  get queriesInFlight(): number {
+    return this.inFlight;
+  }
+
+  // ---------------------------------------------------------------- running
+
+  run(): SimResult {
+    if (this.ran) throw new Error("a Simulator runs once; build a new one");
+    this.ran = true;
+    for (const s of this.streams) this.scheduleArrival(s);
+    this.schedule(0, Kind.Sample, null);
+    const hardStop = this.durationMs + this.drainMs;
+    for (;;) {
+      const ev = this.heap.peek();
+      if (!ev || ev.t > hardStop) break;
+      if (ev.t > this.durationMs && this.inFlight === 0) break;
+      this.heap.pop();
+      this.nowMs = ev.t;
+      this.events++;
+      this.handle(ev);
+    }
+    const endMs = Math.max(this.nowMs, this.durationMs);
+    this.nowMs = endMs;
+    if (this.inFlight > 0) {
+      const n = this.inFlight;
+      this.dropped += n;
+      this.droppedByReason["unfinished at end of run"] = (this.droppedByReason["unfinished at end of run"] ?? 0) + n;
+      this.inFlight = 0;
+    }
+    return this.result(endMs);
+  }
+
+  private handle(ev: Ev): void {
+    switch (ev.kind) {
+      case Kind.Arrival:
+        this.onArrival(ev.ref as Stream, ev.t);
+        break;
+      case Kind.BatchDone:
+        this.onBatchDone(ev.ref as Batch);
+        break;
+      case Kind.QueueTimer: {
+        const q = ev.ref as Queue;
+        if (q.timerAt === ev.t) {
+          q.timerAt = Infinity;
+          this.tryDispatch(q);
+        }
+        break;
+      }
+      case Kind.ReplicaReady: {
+        const r = ev.ref as Replica;
+        if (r.state !== "loading") break;
+        r.state = "ready";
+        r.readyMs = this.nowMs;
+        r.queue.avail.push(r);
+        this.tryDispatch(r.queue);
+        break;
+      }
+      case Kind.MachineReady: {
+        const m = ev.ref as Machine;
+        if (m.state !== "booting") break;
+        m.state = "running";
+        m.readyMs = this.nowMs;
+        for (const r of m.replicas) if (r.state === "loading") this.schedule(this.nowMs + r.loadMs, Kind.ReplicaReady, r);
+        break;
+      }
+      case Kind.Tick: {
+        const t = ev.ref as Ticker;
+        if (t.cancelled) break;
+        t.fn(this.nowMs);
+        this.schedule(this.nowMs + t.periodMs, Kind.Tick, t);
+        break;
+      }
+      case Kind.Call:
+        (ev.ref as (nowMs: number) => void)(this.nowMs);
+        break;
+      case Kind.FunctionDone: {
+        const c = ev.ref as FnCall;
+        this.route(c.query, this.router(c.query, c.pool, "served", this));
+        break;
+      }
+      case Kind.Sample:
+        this.takeSample();
+        if (this.nowMs + this.sampleMs <= this.durationMs) this.schedule(this.nowMs + this.sampleMs, Kind.Sample, null);
+        break;
+    }
+  }
+
+  private schedule(t: number, kind: Kind, ref: unknown): void {
+    this.heap.push({ t, seq: this.seq++, kind, ref });
+  }
+
+  private scheduleArrival(s: Stream): void {
+    const t = s.spec.process.next(s.rng);
+    if (t === null || t > this.durationMs) return;
+    this.activeStreams++;
+    this.schedule(t, Kind.Arrival, s);
+  }
+
+  private onArrival(s: Stream, t: number): void {
+    this.activeStreams--;
+    const spec = s.spec;
+    const q: Query = {
+      id: this.nextId++,
+      stream: s.index,
+      app: spec.app,
+      arrivalMs: t,
+      sloMs: spec.sloMs,
+      minAccuracy: spec.minAccuracy ?? 0,
+      maxCostPerQuery: spec.maxCostPerQuery ?? Infinity,
+      enqueuedMs: t,
+      hops: 0,
+      outstanding: 1,
+      failed: false,
+      data: undefined,
+    };
+    spec.init?.(q, this);
+    this.arrivals++;
+    this.inFlight++;
+    this.arrivalSeries.add(t);
+    this.app(q.app).arrivals++;
+    this.scheduleArrival(s);
+    this.route(q, this.router(q, null, "arrival", this));
+  }
+
+  private app(name: string): AppStats {
+    let a = this.byApp.get(name);
+    if (!a) {
+      a = { arrivals: 0, completed: 0, dropped: 0, sloMet: 0, latency: new LatencySample() };
+      this.byApp.set(name, a);
+    }
+    return a;
+  }
+
+  /** Apply a router decision to a query (one branch of it). */
+  private route(q: Query, r: Route): void {
+    if (r === null) {
+      this.branchDone(q);
+    } else if (r instanceof Queue) {
+      this.enqueue(q, r);
+    } else if (r instanceof Drop) {
+      this.fail(q, r.reason);
+    } else if (r instanceof FunctionPool) {
+      this.invoke(q, r);
+    } else if (r.length === 0) {
+      this.branchDone(q);
+    } else {
+      q.outstanding += r.length - 1;
+      for (const queue of r) this.enqueue(q, queue);
+    }
+  }
+
+  private enqueue(q: Query, queue: Queue): void {
+    q.enqueuedMs = this.nowMs;
+    q.hops++;
+    queue.arrivals.add(this.nowMs);
+    queue._push(q);
+    if (queue.avail.length > 0) this.tryDispatch(queue);
+  }
+
+  private branchDone(q: Query): void {
+    q.outstanding--;
+    if (q.outstanding > 0 || q.failed) return;
+    const lat = this.nowMs - q.arrivalMs;
+    this.inFlight--;
+    this.completed++;
+    this.latency.add(lat);
+    this.completedSeries.add(this.nowMs);
+    const a = this.app(q.app);
+    a.completed++;
+    a.latency.add(lat);
+    if (lat <= q.sloMs + 1e-9) {
+      this.sloMet++;
+      a.sloMet++;
+    } else {
+      this.missedSeries.add(this.nowMs);
+    }
+  }
+
+  private fail(q: Query, reason: string): void {
+    q.outstanding--;
+    if (q.failed) return;
+    q.failed = true;
+    this.inFlight--;
+    this.dropped++;
+    this.droppedByReason[reason] = (this.droppedByReason[reason] ?? 0) + 1;
+    this.droppedSeries.add(this.nowMs);
+    this.missedSeries.add(this.nowMs);
+    this.app(q.app).dropped++;
+  }
+
+  private invoke(q: Query, pool: FunctionPool): void {
+    q.hops++;
+    pool.invocations++;
+    pool.arrivals.add(this.nowMs);
+    const now = this.nowMs;
+    const exec = typeof pool.latency === "number" ? pool.latency : pool.latency(q);
+    // Prefer the most recently used idle warm container.
+    let pick = -1;
+    let pickLast = -Infinity;
+    let earliest = -1;
+    for (let i = 0; i < pool.busyUntil.length; i++) {
+      const busy = pool.busyUntil[i] ?? 0;
+      const last = pool.lastUsedMs[i] ?? -Infinity;
+      if (busy <= now && now - last <= pool.keepAliveMs && last > pickLast) {
+        pick = i;
+        pickLast = last;
+      }
+      if (earliest < 0 || busy < (pool.busyUntil[earliest] ?? 0)) earliest = i;
+    }
+    let start = now;
+    let duration = exec;
+    if (pick < 0) {
+      const cold = pool.busyUntil.findIndex((b, i) => b <= now && now - (pool.lastUsedMs[i] ?? -Infinity) > pool.keepAliveMs);
+      if (cold >= 0) pick = cold;
+      else if (pool.busyUntil.length < pool.maxConcurrency) {
+        pick = pool.busyUntil.length;
+        pool.busyUntil.push(0);
+        pool.lastUsedMs.push(-Infinity);
+      }
+      if (pick >= 0) {
+        duration += pool.coldStartMs;
+        pool.coldStarts++;
+      } else {
+        pick = earliest;
+        start = pool.busyUntil[earliest] ?? now;
+      }
+    }
+    const end = start + duration;
+    pool.busyUntil[pick] = end;
+    pool.lastUsedMs[pick] = end;
+    pool.costDollars += lambdaCost(duration, pool.memoryGb, pool.pricing);
+    this.schedule(end, Kind.FunctionDone, { query: q, pool } satisfies FnCall);
+  }
+
+  /** Start batches on free replicas of a queue while the batching rule allows. */
+  private tryDispatch(queue: Queue): void {
+    while (queue.length > 0 && queue.avail.length > 0) {
+      let started = false;
+      let wakeAt = Infinity;
+      for (let i = 0; i < queue.avail.length; i++) {
+        const r = queue.avail[i] as Replica;
+        if (queue.shedLate) this.shedLate(queue, r);
+        const head = queue.peek();
+        if (!head) return;
+        const n = Math.min(queue.length, r.maxBatch);
+        if (n >= r.maxBatch || r.waitMs <= 0 || this.nowMs - head.enqueuedMs >= r.waitMs - 1e-9) {
+          this.startBatch(r, n);
+          started = true;
+          break;
+        }
+        wakeAt = Math.min(wakeAt, head.enqueuedMs + r.waitMs);
+      }
+      if (!started) {
+        if (wakeAt < queue.timerAt) {
+          queue.timerAt = wakeAt;
+          this.schedule(wakeAt, Kind.QueueTimer, queue);
+        }
+        return;
+      }
+    }
+  }
+
+  private shedLate(queue: Queue, r: Replica): void {
+    const svc = r.latencyMs(1) * r.slowdown * (r.machine?.slowdown ?? 1);
+    for (let head = queue.peek(); head && this.nowMs + svc > head.arrivalMs + head.sloMs; head = queue.peek()) {
+      queue._shift();
+      this.route(head, this.router(head, queue, "late", this));
+    }
+  }
+
+  private startBatch(r: Replica, n: number): void {
+    const queries: Query[] = new Array<Query>(n);
+    for (let k = 0; k < n; k++) queries[k] = r.queue._shift() as Query;
+    const profiled = r.lat[n] as number;
+    const svc = profiled * r.slowdown * (r.machine?.slowdown ?? 1);
+    const b: Batch = { replica: r, queries, startMs: this.nowMs, endMs: this.nowMs + svc, profiledMs: profiled, cancelled: false };
+    r._start(b);
+    if (r.inFlight >= r.concurrency) {
+      const i = r.queue.avail.indexOf(r);
+      if (i >= 0) r.queue.avail.splice(i, 1);
+    }
+    this.schedule(b.endMs, Kind.BatchDone, b);
+  }
+
+  private onBatchDone(b: Batch): void {
+    if (b.cancelled) return;
+    const r = b.replica;
+    const queue = r.queue;
+    r._finish(b, this.nowMs);
+    queue.served.add(this.nowMs, b.queries.length);
+    queue.observedMs.add(this.nowMs, b.endMs - b.startMs);
+    queue.profiledMs.add(this.nowMs, b.profiledMs);
+    if (r.state === "ready") {
+      if (r.inFlight === r.concurrency - 1) queue.avail.push(r);
+    } else if (r.state === "draining" && r.inFlight === 0) {
+      this.detach(r);
+    }
+    for (const q of b.queries) this.route(q, this.router(q, queue, "served", this));
+    this.tryDispatch(queue);
+  }
+
+  /** Take a replica off its queue and machine for good. */
+  private detach(r: Replica): void {
+    r.state = "removed";
+    r.billedToMs ??= this.nowMs;
+    const qi = r.queue.replicas.indexOf(r);
+    if (qi >= 0) r.queue.replicas.splice(qi, 1);
+    const ai = r.queue.avail.indexOf(r);
+    if (ai >= 0) r.queue.avail.splice(ai, 1);
+    const m = r.machine;
+    if (m) {
+      m.replicas.delete(r);
+      for (const [k, v] of Object.entries(r.uses)) m.used[k] = (m.used[k] ?? 0) - v;
+      if (m.state === "draining" && m.replicas.size === 0) m.state = "terminated";
+    }
+  }
+
+  private takeSample(): void {
+    const machinesByKind: Record<string, number> = {};
+    for (const m of this.machines) {
+      if (m.state === "terminated" || m.billedToMs !== null) continue;
+      machinesByKind[m.kind] = (machinesByKind[m.kind] ?? 0) + 1;
+    }
+    const replicasByQueue: Record<string, number> = {};
+    for (const q of this.queues) replicasByQueue[q.name] = q.replicas.filter((r) => r.state !== "draining").length;
+    this.samples.push({ tMs: this.nowMs, costDollars: this.costDollars(), machinesByKind, replicasByQueue });
+    for (const h of this.sampleHooks) h(this.nowMs, this);
+  }
+
+  private result(endMs: number): SimResult {
+    const byApp: SimResult["byApp"] = {};
+    for (const [name, a] of this.byApp) {
+      byApp[name] = {
+        arrivals: a.arrivals,
+        completed: a.completed,
+        dropped: a.dropped,
+        sloAttainment: a.arrivals > 0 ? a.sloMet / a.arrivals : 1,
+        p50: a.latency.percentile(50),
+        p99: a.latency.percentile(99),
+      };
+    }
+    const costByKind: Record<string, number> = {};
+    for (const m of this.machines) costByKind[m.kind] = (costByKind[m.kind] ?? 0) + billedCost(m, this.durationMs);
+    for (const r of this.allReplicas) {
+      const k = r.machine?.kind ?? "replica";
+      const c = billedCost(r, this.durationMs);
+      if (c > 0) costByKind[k] = (costByKind[k] ?? 0) + c;
+    }
+    let functionCost = 0;
+    let invocations = 0;
+    let coldStarts = 0;
+    for (const p of this.pools) {
+      functionCost += p.costDollars;
+      invocations += p.invocations;
+      coldStarts += p.coldStarts;
+    }
+    if (functionCost > 0) costByKind.function = functionCost;
+    const maxReplicas = new Map<string, number>();
+    for (const s of this.samples) for (const [k, v] of Object.entries(s.replicasByQueue)) maxReplicas.set(k, Math.max(maxReplicas.get(k) ?? 0, v));
+    const seconds = Math.ceil(this.durationMs / 1000);
+    const pad = (c: BinCounter): number[] => Array.from({ length: seconds }, (_, i) => c.counts[i] ?? 0);
+    return {
+      durationMs: this.durationMs,
+      endMs,
+      arrivals: this.arrivals,
+      completed: this.completed,
+      dropped: this.dropped,
+      droppedByReason: { ...this.droppedByReason },
+      sloMet: this.sloMet,
+      sloAttainment: this.arrivals > 0 ? this.sloMet / this.arrivals : 1,
+      latencyMs: {
+        p50: this.latency.percentile(50),
+        p99: this.latency.percentile(99),
+        mean: this.latency.mean(),
+        max: this.latency.max,
+      },
+      byApp,
+      costDollars: this.costDollars(this.durationMs),
+      costByKind,
+      functionCostDollars: functionCost,
+      functionInvocations: invocations,
+      coldStarts,
+      queues: this.queues.map((q) => ({ name: q.name, arrived: q.arrivals.total, served: q.served.total, maxReplicas: maxReplicas.get(q.name) ?? 0 })),
+      series: {
+        arrivals: pad(this.arrivalSeries),
+        completed: pad(this.completedSeries),
+        missed: pad(this.missedSeries),
+        dropped: pad(this.droppedSeries),
+      },
+      samples: this.samples,
+      events: this.events,
+    };
+  }
+}
+

@@ -1,0 +1,411 @@
+/**
+ * The things a simulation is made of: queries, machines (billed instances with a boot delay and
+ * resources), replicas (a loaded model variant on a machine that serves batches from one queue),
+ * queues (one FIFO per variant/model stage, shared by its replicas: InferLine's centralized batched
+ * queue, DESIGN §2 `q.<variant>`), and function pools (serverless overflow, MArk §4.5).
+ * The {@link Simulator} in engine.ts owns them and moves time; scenarios read their fields and call the
+ * simulator's methods to change them.
+ */
+import type { LambdaPricing } from "@sloserve/policy";
+import { LAMBDA_PRICING } from "@sloserve/policy";
+import { BinCounter } from "./stats.js";
+
+/** One inference request. `data` is scratch space for the scenario's router (e.g. pipeline progress). */
+export interface Query {
+  readonly id: number;
+  /** Index of the stream that produced it. */
+  readonly stream: number;
+  readonly app: string;
+  readonly arrivalMs: number;
+  /** End-to-end latency objective: the query meets its SLO when it completes by arrivalMs + sloMs. */
+  sloMs: number;
+  minAccuracy: number;
+  /** Infinity when the query sets no cost limit. */
+  maxCostPerQuery: number;
+  /** When the query entered its current queue. */
+  enqueuedMs: number;
+  /** Number of queues/functions the query has visited. */
+  hops: number;
+  /** Branches of a fan-out still in flight (1 for a linear path). */
+  outstanding: number;
+  /** Set once the query is dropped; later branch completions are ignored. */
+  failed: boolean;
+  data: unknown;
+}
+
+export type ResourceMap = Record<string, number>;
+
+export type MachineState = "booting" | "running" | "draining" | "terminated";
+
+export interface MachineOptions {
+  /** Instance type, e.g. "p3.2xlarge". */
+  type: string;
+  /** Hardware kind, e.g. "cpu" | "gpu" | "inferentia". */
+  kind: string;
+  /** Price in $/s; 0 for machines billed elsewhere. */
+  pricePerS: number;
+  /** Delay between the launch request and the machine being usable. @default 0 */
+  bootMs?: number;
+  /** What replicas on this machine may use, e.g. { cores: 4, gpuMemGb: 16 }. @default {} (unlimited) */
+  resources?: ResourceMap;
+  /** EC2's 60 s minimum. @default 60 */
+  billingMinimumS?: number;
+  /** Spot instance (for reporting only; the price is what the caller passes). @default false */
+  spot?: boolean;
+  tags?: Record<string, unknown>;
+}
+
+export class Machine {
+  state: MachineState = "booting";
+  readyMs = Infinity;
+  billedToMs: number | null = null;
+  readonly replicas = new Set<Replica>();
+  readonly used: ResourceMap = {};
+  /** Multiplies the service time of every batch on this machine (interference); 1 = as profiled. */
+  slowdown = 1;
+  readonly type: string;
+  readonly kind: string;
+  readonly pricePerS: number;
+  readonly resources: ResourceMap;
+  readonly billingMinimumS: number;
+  readonly spot: boolean;
+  readonly tags: Record<string, unknown>;
+
+  constructor(
+    readonly id: number,
+    opts: MachineOptions,
+    readonly billedFromMs: number,
+  ) {
+    this.type = opts.type;
+    this.kind = opts.kind;
+    this.pricePerS = opts.pricePerS;
+    this.resources = { ...(opts.resources ?? {}) };
+    this.billingMinimumS = opts.billingMinimumS ?? 60;
+    this.spot = opts.spot ?? false;
+    this.tags = { ...(opts.tags ?? {}) };
+  }
+
+  get name(): string {
+    return `${this.kind}-${this.id}`;
+  }
+
+  /** Free amount of a resource (Infinity when the machine does not limit it). */
+  free(resource: string): number {
+    const cap = this.resources[resource];
+    return cap === undefined ? Infinity : cap - (this.used[resource] ?? 0);
+  }
+
+  fits(uses: ResourceMap): boolean {
+    for (const [k, v] of Object.entries(uses)) if (this.free(k) < v - 1e-9) return false;
+    return true;
+  }
+
+  /** Busy slot-milliseconds of this machine's replicas so far (difference two readings for a window). */
+  busyMsAt(nowMs: number): number {
+    let s = 0;
+    for (const r of this.replicas) s += r.busyMsAt(nowMs);
+    return s;
+  }
+}
+
+export type ReplicaState = "loading" | "ready" | "draining" | "removed";
+
+export interface ReplicaOptions {
+  /** Service time of a batch of b queries: a function, or a table by batch size (see latencyArray). */
+  latencyMs: ((batch: number) => number) | Record<number, number>;
+  /** Nbatch: largest batch. @default the queue's maxBatch */
+  maxBatch?: number;
+  /** Wbatch: longest wait of the oldest query before a partial batch leaves. @default the queue's waitMs */
+  waitMs?: number;
+  /** Batches that may run at once (pipelined accelerators). @default 1 */
+  concurrency?: number;
+  /** Loading latency once the machine is up. @default 0 */
+  loadMs?: number;
+  /** Resources taken on the machine. @default {} */
+  uses?: ResourceMap;
+  /** Own price in $/s (INFaaS §6.2 bills variant instances). @default 0 */
+  pricePerS?: number;
+  /** @default 0 */
+  billingMinimumS?: number;
+  /** Free-form label, e.g. the variant name. */
+  label?: string;
+  tags?: Record<string, unknown>;
+}
+
+/**
+ * Latency table → array indexed by batch size 1..maxBatch. A table gives profiled sizes (1, 2, 4, ...);
+ * a batch of b runs at the smallest profiled size ≥ b (padded), and sizes past the largest profiled one
+ * scale linearly from it.
+ */
+export function latencyArray(latency: ReplicaOptions["latencyMs"], maxBatch: number): Float64Array {
+  const out = new Float64Array(maxBatch + 1);
+  if (typeof latency === "function") {
+    for (let b = 1; b <= maxBatch; b++) out[b] = latency(b);
+    return out;
+  }
+  const sizes = Object.keys(latency).map(Number).filter((b) => b >= 1).sort((a, b) => a - b);
+  const largest = sizes[sizes.length - 1];
+  if (largest === undefined) throw new Error("latency table is empty");
+  for (let b = 1; b <= maxBatch; b++) {
+    const at = sizes.find((s) => s >= b);
+    out[b] = at !== undefined ? (latency[at] as number) : ((latency[largest] as number) * b) / largest;
+  }
+  return out;
+}
+
+export interface Batch {
+  replica: Replica;
+  queries: Query[];
+  startMs: number;
+  endMs: number;
+  profiledMs: number;
+  cancelled: boolean;
+}
+
+export class Replica {
+  state: ReplicaState = "loading";
+  readyMs = Infinity;
+  billedToMs: number | null = null;
+  inFlight = 0;
+  /** Multiplies this replica's service times (interference injected by a scenario); 1 = as profiled. */
+  slowdown = 1;
+  readonly batches = new Set<Batch>();
+  readonly lat: Float64Array;
+  readonly maxBatch: number;
+  readonly waitMs: number;
+  readonly concurrency: number;
+  readonly loadMs: number;
+  readonly uses: ResourceMap;
+  readonly pricePerS: number;
+  readonly billingMinimumS: number;
+  readonly label: string;
+  readonly tags: Record<string, unknown>;
+  private busyMs = 0;
+  private inFlightStartSum = 0;
+
+  constructor(
+    readonly id: number,
+    readonly queue: Queue,
+    readonly machine: Machine | null,
+    opts: ReplicaOptions,
+    readonly billedFromMs: number,
+  ) {
+    this.maxBatch = opts.maxBatch ?? queue.maxBatch;
+    this.waitMs = opts.waitMs ?? queue.waitMs;
+    this.concurrency = opts.concurrency ?? 1;
+    this.loadMs = opts.loadMs ?? 0;
+    this.uses = { ...(opts.uses ?? {}) };
+    this.pricePerS = opts.pricePerS ?? 0;
+    this.billingMinimumS = opts.billingMinimumS ?? 0;
+    this.label = opts.label ?? queue.name;
+    this.tags = { ...(opts.tags ?? {}) };
+    this.lat = latencyArray(opts.latencyMs, this.maxBatch);
+  }
+
+  /** Profiled service time of a batch of b (b ≤ maxBatch). */
+  latencyMs(b: number): number {
+    return this.lat[Math.min(Math.max(1, b), this.maxBatch)] ?? NaN;
+  }
+
+  /** Profiled saturation throughput: concurrency × maxBatch / T(maxBatch). */
+  peakQps(): number {
+    return (this.concurrency * this.maxBatch * 1000) / this.latencyMs(this.maxBatch);
+  }
+
+  /** Busy slot-milliseconds so far (in-flight batches count up to nowMs). */
+  busyMsAt(nowMs: number): number {
+    return this.busyMs + this.inFlight * nowMs - this.inFlightStartSum;
+  }
+
+  /** @internal engine bookkeeping */
+  _start(b: Batch): void {
+    this.inFlight++;
+    this.inFlightStartSum += b.startMs;
+    this.batches.add(b);
+  }
+
+  /** @internal engine bookkeeping */
+  _finish(b: Batch, nowMs: number): void {
+    this.inFlight--;
+    this.inFlightStartSum -= b.startMs;
+    this.busyMs += nowMs - b.startMs;
+    this.batches.delete(b);
+  }
+}
+
+export interface QueueOptions {
+  name: string;
+  /** Nbatch default for replicas. @default 1 */
+  maxBatch?: number;
+  /** Wbatch default for replicas. @default 0 */
+  waitMs?: number;
+  /**
+   * Before a batch starts, take out queries at the head that can no longer meet their deadline (now +
+   * T(1) > arrival + SLO) and hand them to the router with cause "late" (overflow or a timeout error).
+   * @default false
+   */
+  shedLate?: boolean;
+  tags?: Record<string, unknown>;
+}
+
+export class Queue {
+  readonly name: string;
+  maxBatch: number;
+  waitMs: number;
+  shedLate: boolean;
+  readonly tags: Record<string, unknown>;
+  readonly replicas: Replica[] = [];
+  /** Replicas that are ready and have a free slot, longest-idle first. */
+  readonly avail: Replica[] = [];
+  readonly arrivals = new BinCounter();
+  readonly served = new BinCounter();
+  /** Per second: Σ observed batch time and Σ profiled batch time (for interference detection). */
+  readonly observedMs = new BinCounter();
+  readonly profiledMs = new BinCounter();
+  items: Query[] = [];
+  head = 0;
+  timerAt = Infinity;
+
+  constructor(
+    readonly id: number,
+    opts: QueueOptions,
+  ) {
+    this.name = opts.name;
+    this.maxBatch = opts.maxBatch ?? 1;
+    this.waitMs = opts.waitMs ?? 0;
+    this.shedLate = opts.shedLate ?? false;
+    this.tags = { ...(opts.tags ?? {}) };
+  }
+
+  get length(): number {
+    return this.items.length - this.head;
+  }
+
+  /** The oldest waiting query. */
+  peek(): Query | undefined {
+    return this.items[this.head];
+  }
+
+  /** Ready (serving) replicas, draining ones excluded. */
+  readyReplicas(): number {
+    let n = 0;
+    for (const r of this.replicas) if (r.state === "ready") n++;
+    return n;
+  }
+
+  /** Σ profiled peak QPS of ready replicas. */
+  capacityQps(): number {
+    let c = 0;
+    for (const r of this.replicas) if (r.state === "ready") c += r.peakQps();
+    return c;
+  }
+
+  /** Arrival rate into this queue over the last window (complete seconds). */
+  rateQps(nowMs: number, windowMs = 1000): number {
+    return this.arrivals.rate(nowMs, windowMs);
+  }
+
+  /** Observed / profiled batch latency over the last window: 1 = as profiled, 1.2 = 20% slower. */
+  observedLatencyRatio(nowMs: number, windowMs = 1000): number {
+    const end = Math.floor(nowMs / 1000) * 1000;
+    const p = this.profiledMs.sum(end - windowMs, end);
+    return p > 0 ? this.observedMs.sum(end - windowMs, end) / p : 1;
+  }
+
+  /**
+   * Estimated time until a query joining now would complete: the work queued ahead drained at the
+   * ready capacity, plus one full Wbatch wait and one batch (MArk §4.5's overflow test). Infinity with no
+   * ready replica.
+   */
+  estimateCompletionMs(): number {
+    const cap = this.capacityQps();
+    if (cap <= 0) return Infinity;
+    let svc = Infinity;
+    let wait = 0;
+    for (const r of this.replicas) {
+      if (r.state !== "ready") continue;
+      svc = Math.min(svc, r.latencyMs(r.maxBatch));
+      wait = Math.max(wait, r.waitMs);
+    }
+    return (this.length * 1000) / cap + wait + svc;
+  }
+
+  /** @internal */
+  _push(q: Query): void {
+    this.items.push(q);
+  }
+
+  /** @internal */
+  _shift(): Query | undefined {
+    const q = this.items[this.head];
+    if (q === undefined) return undefined;
+    this.items[this.head] = undefined as unknown as Query;
+    this.head++;
+    if (this.head > 4096 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return q;
+  }
+
+  /** @internal put queries back at the head (machine killed mid-batch). */
+  _unshift(qs: Query[]): void {
+    this.items = qs.concat(this.items.slice(this.head));
+    this.head = 0;
+  }
+}
+
+export interface FunctionPoolOptions {
+  name: string;
+  /** Execution time of one query (warm). */
+  latencyMs: number | ((q: Query) => number);
+  /** Extra time when no warm container is free. @default 0 */
+  coldStartMs?: number;
+  /** A container stays warm this long after its last use. @default 600_000 (10 min) */
+  keepAliveMs?: number;
+  /** Memory size; Lambda bills per GB-second. @default 3 (MArk's 3 GB) */
+  memoryGb?: number;
+  pricing?: LambdaPricing;
+  /** Most containers at once (Lambda's concurrency limit); beyond it a query waits for the first
+   * container to free up. @default Infinity */
+  maxConcurrency?: number;
+}
+
+export class FunctionPool {
+  readonly name: string;
+  readonly latency: number | ((q: Query) => number);
+  readonly coldStartMs: number;
+  readonly keepAliveMs: number;
+  readonly memoryGb: number;
+  readonly pricing: LambdaPricing;
+  readonly maxConcurrency: number;
+  invocations = 0;
+  coldStarts = 0;
+  costDollars = 0;
+  readonly arrivals = new BinCounter();
+  /** Per container: busy until, last finished. */
+  readonly busyUntil: number[] = [];
+  readonly lastUsedMs: number[] = [];
+
+  constructor(
+    readonly id: number,
+    opts: FunctionPoolOptions,
+  ) {
+    this.name = opts.name;
+    this.latency = opts.latencyMs;
+    this.coldStartMs = opts.coldStartMs ?? 0;
+    this.keepAliveMs = opts.keepAliveMs ?? 600_000;
+    this.memoryGb = opts.memoryGb ?? 3;
+    this.pricing = opts.pricing ?? LAMBDA_PRICING;
+    this.maxConcurrency = opts.maxConcurrency ?? Infinity;
+  }
+
+  /** Containers warm at nowMs (idle or busy). */
+  warmContainers(nowMs: number): number {
+    let n = 0;
+    for (let i = 0; i < this.busyUntil.length; i++) {
+      if ((this.busyUntil[i] ?? 0) > nowMs || nowMs - (this.lastUsedMs[i] ?? -Infinity) <= this.keepAliveMs) n++;
+    }
+    return n;
+  }
+}

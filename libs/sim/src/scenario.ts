@@ -1,0 +1,60 @@
+/**
+ * The contract every named simulator scenario fulfils (`npm run sim -- <scenario>`).
+ * A scenario is pure: it takes parsed options (and trace data already read by the CLI) and returns
+ * numbers; the CLI prints the table, writes `reports/<scenario>.json` and draws the charts.
+ */
+
+/** One system (policy) measured in a scenario. slo_attainment is a fraction in 0..1. */
+export interface SystemResult {
+  name: string;
+  cost_dollars: number;
+  slo_attainment: number;
+  p99_ms: number;
+  [extra: string]: unknown;
+}
+
+export interface ChartSeries {
+  name: string;
+  /** [x, y] points. */
+  points: Array<[number, number]>;
+}
+
+export interface Chart {
+  /** File stem, e.g. "mark-twitter-cost" → reports/mark-twitter-cost.svg */
+  id: string;
+  title: string;
+  xLabel: string;
+  yLabel: string;
+  kind: "line" | "bar";
+  series: ChartSeries[];
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  /** What the paper reports for this experiment, in words and numbers, for reports/README.md. */
+  paper: string;
+  systems: SystemResult[];
+  /** Rows printed as the scenario's table (keys are column names). */
+  table: Array<Record<string, string | number>>;
+  charts: Chart[];
+  /** Free-form notes: where and why our figure differs from the paper's. */
+  notes: string[];
+  [extra: string]: unknown;
+}
+
+/** Options the CLI parses for every scenario. Trace-driven scenarios get the trace's per-second rates. */
+export interface ScenarioOptions {
+  seed: number;
+  /** Per-second arrival rates read from --trace (per-minute files are expanded), if given. */
+  trace?: number[];
+  tracePath?: string;
+  peakQps?: number;
+  /** Simulated duration in seconds, where the scenario allows choosing it. */
+  durationS?: number;
+}
+
+export interface Scenario {
+  name: string;
+  description: string;
+  run(options: ScenarioOptions): ScenarioResult;
+}

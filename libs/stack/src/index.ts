@@ -1,0 +1,3 @@
+export * from "./processes.js";
+export * from "./stack.js";
+export * from "./bundled.js";

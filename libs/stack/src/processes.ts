@@ -1,0 +1,157 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
+import { mkdtempSync, mkdirSync, createWriteStream, writeFileSync, type WriteStream } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/**
+ * Starts the real parts of the system as child processes: nats-server with JetStream,
+ * redis-server, and the services. Used by `npm start` and by the integration tests (each suite
+ * starts its own servers on free ports, so suites can run side by side).
+ */
+
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+
+export interface Running {
+  name: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), `sloserve-${prefix}-`));
+}
+
+function requireBinary(binary: string): void {
+  const found = spawnSync("sh", ["-c", `command -v ${binary}`], { encoding: "utf8" });
+  if (found.status !== 0) {
+    throw new Error(`${binary} is not installed: run 'npm start' or 'npm test' once (they install it), or 'apt-get install -y nats-server redis-server'`);
+  }
+}
+
+/** Resolves when `matcher` sees a line on stdout/stderr; rejects if the process exits or time runs out. */
+function waitForLine(proc: ChildProcess, name: string, matcher: (line: string) => boolean, timeoutMs: number, log?: WriteStream): Promise<string> {
+  return new Promise((resolveLine, reject) => {
+    let tail = "";
+    let done = false;
+    const timer = setTimeout(() => finish(new Error(`${name} did not become ready within ${timeoutMs} ms; last output:\n${tail.slice(-2000)}`)), timeoutMs);
+    const finish = (err?: Error, line?: string): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      if (err) reject(err);
+      else resolveLine(line as string);
+    };
+    let partial = "";
+    const onData = (chunk: Buffer): void => {
+      const text = chunk.toString();
+      tail = (tail + text).slice(-4000);
+      partial += text;
+      const lines = partial.split("\n");
+      partial = lines.pop() ?? "";
+      for (const line of lines) if (!done && matcher(line)) finish(undefined, line);
+    };
+    proc.stdout?.on("data", onData);
+    proc.stderr?.on("data", onData);
+    if (log) {
+      proc.stdout?.pipe(log, { end: false });
+      proc.stderr?.pipe(log, { end: false });
+    }
+    proc.once("exit", (code, signal) => finish(new Error(`${name} exited (code ${code}, signal ${signal}) before it was ready; last output:\n${tail.slice(-2000)}`)));
+  });
+}
+
+function stopper(proc: ChildProcess, graceMs = 10_000): () => Promise<void> {
+  return () =>
+    new Promise((done) => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return done();
+      const kill = setTimeout(() => proc.kill("SIGKILL"), graceMs);
+      proc.once("exit", () => {
+        clearTimeout(kill);
+        done();
+      });
+      proc.kill("SIGTERM");
+    });
+}
+
+export interface ServerHandle extends Running {
+  url: string;
+  port: number;
+  dir: string;
+}
+
+export async function startNats(options: { dir?: string; port?: number; logTo?: WriteStream } = {}): Promise<ServerHandle> {
+  requireBinary("nats-server");
+  const dir = options.dir ?? tempDir("nats");
+  mkdirSync(dir, { recursive: true });
+  const port = options.port ?? (await freePort());
+  const config = join(dir, "nats.conf");
+  writeFileSync(
+    config,
+    [`listen: "127.0.0.1:${port}"`, `max_payload: ${8 * 1024 * 1024}`, `jetstream {`, `  store_dir: ${JSON.stringify(join(dir, "jetstream"))}`, `  max_memory_store: ${1024 * 1024 * 1024}`, `}`].join("\n"),
+  );
+  const proc = spawn("nats-server", ["-c", config], { stdio: ["ignore", "pipe", "pipe"] });
+  await waitForLine(proc, "nats-server", (l) => l.includes("Server is ready"), 20_000, options.logTo);
+  return { name: "nats-server", process: proc, url: `nats://127.0.0.1:${port}`, port, dir, stop: stopper(proc) };
+}
+
+export async function startRedis(options: { dir?: string; port?: number; logTo?: WriteStream } = {}): Promise<ServerHandle> {
+  requireBinary("redis-server");
+  const dir = options.dir ?? tempDir("redis");
+  mkdirSync(dir, { recursive: true });
+  const port = options.port ?? (await freePort());
+  const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no", "--protected-mode", "no"], { stdio: ["ignore", "pipe", "pipe"] });
+  await waitForLine(proc, "redis-server", (l) => l.includes("Ready to accept connections"), 20_000, options.logTo);
+  return { name: "redis-server", process: proc, url: `redis://127.0.0.1:${port}`, port, dir, stop: stopper(proc) };
+}
+
+export interface ServiceHandle extends Running {
+  /** The fields of the service's "ready" log line (e.g. the frontend's port, a worker's id). */
+  info: Record<string, unknown>;
+}
+
+/** Starts `services/<name>/src/main.ts` as its own process and waits for its "ready" line. */
+export async function startService(name: string, env: Record<string, string>, options: { logTo?: WriteStream; timeoutMs?: number } = {}): Promise<ServiceHandle> {
+  const entry = join(REPO_ROOT, "services", name, "src", "main.ts");
+  const proc = spawn(process.execPath, ["--import", "tsx", entry], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const line = await waitForLine(
+    proc,
+    name,
+    (l) => {
+      if (!l.startsWith("{")) return false;
+      try {
+        return (JSON.parse(l) as { event?: string }).event === "ready";
+      } catch {
+        return false;
+      }
+    },
+    options.timeoutMs ?? 60_000,
+    options.logTo,
+  );
+  const info = JSON.parse(line) as Record<string, unknown>;
+  return { name, process: proc, info, stop: stopper(proc) };
+}
+
+export function logFile(path: string): WriteStream {
+  mkdirSync(dirname(path), { recursive: true });
+  const stream = createWriteStream(path, { flags: "a" });
+  stream.setMaxListeners(0); // every child process pipes into it
+  return stream;
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what the project needs and is missing: Debian's nats-server and redis-server, and the
+# npm packages. Safe to run again: it does nothing when everything is there.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+missing=()
+command -v nats-server >/dev/null 2>&1 || missing+=(nats-server)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]} (Debian packages)..."
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [ ! -d node_modules ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "installing npm packages..."
+  npm ci --no-audit --no-fund --loglevel=error
+fi

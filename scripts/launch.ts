@@ -1,0 +1,45 @@
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { startStack, REPO_ROOT, ocrModels, registerOverHttp } from "@sloserve/stack";
+
+/**
+ * Starts the whole system locally: nats-server (JetStream) and redis-server on free ports, every
+ * service as its own process, the frontend on HTTP_PORT (default 8080), and the bundled models
+ * registered. State lives in .run/ and starts fresh each time. Ctrl-C stops everything.
+ */
+const { values } = parseArgs({
+  options: {
+    port: { type: "string", default: process.env.HTTP_PORT ?? "8080" },
+    workers: { type: "string", default: process.env.CPU_WORKERS ?? "1" },
+    "no-models": { type: "boolean", default: false },
+  },
+});
+
+const dir = join(REPO_ROOT, ".run");
+rmSync(dir, { recursive: true, force: true });
+const say = (line: string): void => console.log(`[sloserve] ${line}`);
+say("starting nats-server, redis-server and the services...");
+const stack = await startStack({ dir, httpPort: Number(values.port), cpuWorkers: Number(values.workers), logLevel: process.env.LOG_LEVEL ?? "info" });
+let stopping = false;
+const stop = async (): Promise<void> => {
+  if (stopping) return;
+  stopping = true;
+  say("stopping...");
+  await stack.stop();
+  say("stopped");
+  process.exit(0);
+};
+process.on("SIGINT", () => void stop());
+process.on("SIGTERM", () => void stop());
+
+say(`services up (logs: ${stack.logPath})`);
+if (!values["no-models"]) {
+  for (const model of ocrModels()) {
+    const { status, body } = await registerOverHttp(stack.httpUrl, model);
+    if (status === 201) say(`registered ${model.app}/${model.name}`);
+    else say(`could not register ${model.name}: ${status} ${JSON.stringify(body)}`);
+  }
+}
+const url = `http://localhost:${Number(values.port) || new URL(stack.httpUrl).port}`;
+say(`ready: ${url}  (dashboard: ${url}/dashboard, health: ${url}/v2/health/ready). Ctrl-C stops.`);

@@ -1,0 +1,94 @@
+import type { StateEvent, VariantState, WorkerReport } from "@sloserve/contracts";
+import type { InstanceRecord } from "@sloserve/store";
+import { WORKER_STALE_MS, type WorkerView } from "@sloserve/policy";
+
+/**
+ * The dispatcher's in-memory view of the running system: which variant instances run where and in
+ * which state, and each worker's latest report. Fed by `state.>` events and `metrics.worker.*`
+ * reports; seeded from Redis at start.
+ */
+export class ClusterView {
+  /** variant → worker → state */
+  readonly instances = new Map<string, Map<string, VariantState>>();
+  readonly workers = new Map<string, { report: WorkerReport; seenAtMs: number }>();
+  /** variant → arrivals/s and queue length, summed over workers, from the latest reports. */
+  readonly load = new Map<string, { arrivalsPerS: number; queueLength: number }>();
+
+  seed(instances: readonly InstanceRecord[], workers: readonly WorkerReport[], nowMs: number): void {
+    for (const w of workers) this.applyReport(w, nowMs);
+    for (const i of instances) if (this.workers.has(i.worker)) this.setState(i.variant, i.worker, i.state);
+  }
+
+  private setState(variant: string, worker: string, state: VariantState): void {
+    let byWorker = this.instances.get(variant);
+    if (!byWorker) this.instances.set(variant, (byWorker = new Map()));
+    if (state === "inactive") byWorker.delete(worker);
+    else byWorker.set(worker, state);
+  }
+
+  applyState(event: StateEvent): void {
+    this.setState(event.variant, event.worker, event.state);
+  }
+
+  /** A report is the worker's full truth: it replaces the worker's instance states. */
+  applyReport(report: WorkerReport, nowMs: number): void {
+    const previous = this.workers.get(report.worker);
+    if (previous && previous.report.atMs > report.atMs) return; // out of order
+    this.workers.set(report.worker, { report, seenAtMs: nowMs });
+    const listed = new Set(report.variants.map((v) => v.variant));
+    for (const [variant, byWorker] of this.instances) {
+      if (byWorker.has(report.worker) && !listed.has(variant) && byWorker.get(report.worker) !== "loading") byWorker.delete(report.worker);
+    }
+    for (const v of report.variants) this.setState(v.variant, report.worker, v.state);
+    this.recomputeLoad();
+  }
+
+  /** Forgets workers whose heartbeat is older than WORKER_STALE_MS. */
+  prune(nowMs: number): string[] {
+    const gone: string[] = [];
+    for (const [id, w] of this.workers) {
+      if (nowMs - w.seenAtMs > WORKER_STALE_MS) {
+        this.workers.delete(id);
+        for (const byWorker of this.instances.values()) byWorker.delete(id);
+        gone.push(id);
+      }
+    }
+    if (gone.length) this.recomputeLoad();
+    return gone;
+  }
+
+  private recomputeLoad(): void {
+    this.load.clear();
+    for (const { report } of this.workers.values()) {
+      for (const v of report.variants) {
+        const l = this.load.get(v.variant) ?? { arrivalsPerS: 0, queueLength: 0 };
+        l.arrivalsPerS += v.arrivals;
+        l.queueLength += v.queueLength;
+        this.load.set(v.variant, l);
+      }
+    }
+  }
+
+  count(variant: string, state: VariantState): number {
+    let n = 0;
+    for (const s of this.instances.get(variant)?.values() ?? []) if (s === state) n++;
+    return n;
+  }
+
+  hasLiveWorker(hardware: string, nowMs: number): boolean {
+    for (const w of this.workers.values()) if (w.report.hardware === hardware && nowMs - w.seenAtMs <= WORKER_STALE_MS) return true;
+    return false;
+  }
+
+  workerViews(): WorkerView[] {
+    return [...this.workers.values()].map(({ report, seenAtMs }) => ({
+      worker: report.worker,
+      hardware: report.hardware,
+      utilisation: report.variants.reduce((sum, v) => sum + v.utilisation, 0) / Math.max(1, report.threads),
+      threads: report.threads,
+      threadsUsed: report.threadsUsed,
+      variants: report.variants.map((v) => v.variant),
+      seenAtMs,
+    }));
+  }
+}

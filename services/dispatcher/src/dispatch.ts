@@ -1,0 +1,181 @@
+import { randomUUID } from "node:crypto";
+import type { Msg } from "@nats-io/transport-node";
+import {
+  ErrorCode,
+  ServeError,
+  bytesPerElement,
+  checkInputs,
+  contentTypes,
+  decodeWireMeta,
+  describeZodError,
+  encodeTensors,
+  headers,
+  inferRequestSchema,
+  isDatatype,
+  subjects,
+  tensorFromJsonData,
+  type ModelRecord,
+  type ScaleCommand,
+  type TensorSpec,
+  type VariantRecord,
+} from "@sloserve/contracts";
+import { makeHeaders, replyError, type Bus, type Logger } from "@sloserve/bus";
+import type { Catalog } from "@sloserve/store";
+import { chooseWorker, routeModelQuery, pricePerSecond, DEFAULT_TYPE_FOR_KIND, type RouteCandidate } from "@sloserve/policy";
+import type { ClusterView } from "./cluster.js";
+
+/** Default time a query may take end to end when the caller gives no deadline. */
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+/**
+ * Converts a query's payload into the binary tensor encoding, checking it against the model's
+ * input signature. Accepts binary ("wire") payloads and Open Inference Protocol JSON.
+ */
+export function normalisePayload(msg: Msg, signature: readonly TensorSpec[]): { payload: Uint8Array; json: boolean } {
+  const type = msg.headers?.get(headers.contentType);
+  if (type === contentTypes.wire) {
+    const { meta } = decodeWireMeta(msg.data);
+    checkInputs(meta.tensors.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, length: t.byteLength / bytesPerElement(t.datatype) })), signature);
+    return { payload: msg.data, json: false };
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(new TextDecoder().decode(msg.data));
+  } catch {
+    throw new ServeError(ErrorCode.malformedJson, "the request body is not valid JSON");
+  }
+  const parsed = inferRequestSchema.safeParse(body);
+  if (!parsed.success) throw new ServeError(ErrorCode.badRequest, `invalid inference request: ${describeZodError(parsed.error)}`);
+  const inputs = parsed.data.inputs;
+  for (const i of inputs) {
+    if (!isDatatype(i.datatype)) throw new ServeError(ErrorCode.invalidDatatype, `input '${i.name}' has unknown datatype ${JSON.stringify(i.datatype)}`);
+  }
+  checkInputs(inputs.map((i) => ({ name: i.name, datatype: i.datatype, shape: i.shape, length: countData(i.data) })), signature);
+  const tensors = inputs.map((i) => tensorFromJsonData(i.name, i.datatype as never, i.shape, i.data));
+  return { payload: encodeTensors(tensors, parsed.data.id ? { id: parsed.data.id } : {}), json: true };
+}
+
+function countData(data: unknown): number {
+  if (!Array.isArray(data)) return 1;
+  let n = 0;
+  for (const d of data) n += Array.isArray(d) ? countData(d) : 1;
+  return n;
+}
+
+export class Dispatcher {
+  /** variant → when we asked for it to be loaded. */
+  private readonly pendingLoads = new Map<string, number>();
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly catalog: Catalog,
+    private readonly cluster: ClusterView,
+    private readonly log: Logger,
+  ) {}
+
+  candidates(model: ModelRecord, nowMs: number): RouteCandidate[] {
+    return (this.catalog.variantsByModel.get(model.name) ?? []).map((v) => this.candidate(v, nowMs));
+  }
+
+  private candidate(v: VariantRecord, nowMs: number): RouteCandidate {
+    const load = this.cluster.load.get(v.name);
+    const pending = this.pendingLoads.get(v.name);
+    const loadingPending = pending !== undefined && nowMs - pending < 60_000 ? 1 : 0;
+    return {
+      variant: v.name,
+      hardware: v.hardware,
+      activeInstances: this.cluster.count(v.name, "active"),
+      loadingInstances: this.cluster.count(v.name, "loading") + loadingPending,
+      arrivalsPerS: load?.arrivalsPerS ?? 0,
+      queueLength: load?.queueLength ?? 0,
+      pricePerS: pricePerSecond(DEFAULT_TYPE_FOR_KIND[v.hardware]),
+      hardwareAvailable: this.cluster.hasLiveWorker(v.hardware, nowMs),
+      selectable: v.hardware === "cpu" || v.profiled,
+    };
+  }
+
+  /** Asks the lowest-utilised worker of the variant's hardware to load it (not on the query's path). */
+  requestLoad(variant: VariantRecord, reason: string, nowMs: number): boolean {
+    const pending = this.pendingLoads.get(variant.name);
+    if (pending !== undefined && nowMs - pending < 60_000) return true;
+    const placement = chooseWorker(this.cluster.workerViews(), { variant: variant.name, hardware: variant.hardware, threads: variant.threads }, nowMs);
+    if (!placement.worker) {
+      this.log.warn({ variant: variant.name, reason: placement.reason }, "cannot place variant");
+      return false;
+    }
+    this.pendingLoads.set(variant.name, nowMs);
+    const command: ScaleCommand = { id: randomUUID(), action: "load", variant: variant.name, reason: `${reason}; ${placement.reason}`, atMs: nowMs };
+    this.log.info({ decision: "load", variant: variant.name, worker: placement.worker, reason: command.reason }, "scale decision");
+    this.bus.js.publish(subjects.scaleModel(placement.worker), JSON.stringify(command)).catch((err) => {
+      this.pendingLoads.delete(variant.name);
+      this.log.error({ err, variant: variant.name }, "could not publish load command");
+    });
+    return true;
+  }
+
+  /** A load finished or failed: forget that we asked. */
+  settled(variant: string): void {
+    this.pendingLoads.delete(variant);
+  }
+
+  async handleModelQuery(msg: Msg, modelName: string): Promise<void> {
+    const model = this.catalog.models.get(modelName) ?? (await this.catalog.getModel(modelName));
+    if (!model) throw new ServeError(ErrorCode.unknownModel, `no model named '${modelName}'`);
+    const now = Date.now();
+    const { payload, json } = normalisePayload(msg, model.inputs);
+    const decision = routeModelQuery(this.candidates(model, now));
+    if (decision.kind === "none") throw new ServeError(ErrorCode.noCapacity, `model '${modelName}' cannot be served now: ${decision.reason}`);
+    const variant = this.catalog.variants.get(decision.variant) as VariantRecord;
+    if (decision.kind === "load" && !this.requestLoad(variant, `query for ${modelName}`, now)) {
+      throw new ServeError(ErrorCode.noCapacity, `no ${variant.hardware} worker can load ${variant.name}`);
+    }
+    await this.enqueue(msg, variant, payload, json, now);
+  }
+
+  async handleVariantQuery(msg: Msg, variantName: string): Promise<void> {
+    const variant = await this.catalog.getVariant(variantName);
+    if (!variant) throw new ServeError(ErrorCode.unknownVariant, `no variant named '${variantName}'`);
+    const model = (await this.catalog.getModel(variant.model)) as ModelRecord;
+    const now = Date.now();
+    const { payload, json } = normalisePayload(msg, model.inputs);
+    const c = this.candidate(variant, now);
+    if (c.activeInstances === 0 && c.loadingInstances === 0 && !this.requestLoad(variant, `query for variant ${variantName}`, now)) {
+      throw new ServeError(ErrorCode.noCapacity, `no ${variant.hardware} worker can load ${variant.name}`);
+    }
+    await this.enqueue(msg, variant, payload, json, now);
+  }
+
+  /** Puts the query on the variant's JetStream queue; the executor answers the caller directly. */
+  private async enqueue(msg: Msg, variant: VariantRecord, payload: Uint8Array, json: boolean, nowMs: number): Promise<void> {
+    if (!msg.reply) throw new ServeError(ErrorCode.badRequest, "queries must be sent as requests (with a reply subject)");
+    const h = msg.headers;
+    const deadline = Number(h?.get(headers.deadline)) || nowMs + DEFAULT_TIMEOUT_MS;
+    const accept = h?.get(headers.accept) || (json ? "json" : "wire");
+    try {
+      await this.bus.js.publish(subjects.queue(variant.name), payload, {
+        headers: makeHeaders({
+          [headers.requestId]: h?.get(headers.requestId) || undefined,
+          [headers.replyTo]: msg.reply,
+          [headers.deadline]: deadline,
+          [headers.accept]: accept,
+          [headers.receivedAt]: Number(h?.get(headers.receivedAt)) || nowMs,
+          [headers.enqueuedAt]: Date.now(),
+        }),
+      });
+    } catch (err) {
+      throw new ServeError(ErrorCode.noCapacity, `the queue of ${variant.name} refused the query: ${(err as Error).message}`);
+    }
+  }
+
+  /** Entry point for `infer.model.*` and `infer.variant.*` messages; never throws. */
+  handle(msg: Msg): void {
+    const requestId = msg.headers?.get(headers.requestId) || undefined;
+    const [, kind, name] = msg.subject.split(".");
+    const work = kind === "model" ? this.handleModelQuery(msg, name ?? "") : this.handleVariantQuery(msg, name ?? "");
+    work.catch((err) => {
+      if (!(err instanceof ServeError) || err.code === ErrorCode.internal) this.log.error({ err, requestId }, "dispatch failed");
+      else this.log.debug({ requestId, code: err.code, message: err.message }, "query refused");
+      replyError(this.bus.nc, msg.reply, err, requestId);
+    });
+  }
+}

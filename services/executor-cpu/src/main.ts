@@ -1,0 +1,32 @@
+import { randomBytes } from "node:crypto";
+import { hostname, availableParallelism } from "node:os";
+import { z } from "zod";
+import { commonEnvSchema, compileOptions } from "@sloserve/contracts";
+import { connectBus, runService } from "@sloserve/bus";
+import { MetadataStore } from "@sloserve/store";
+import { Worker, onnxBackend } from "@sloserve/executor";
+
+/** executor-cpu: a worker that runs variants on onnxruntime's CPU execution provider. */
+const envSchema = commonEnvSchema.extend({
+  /** Worker id; a fresh one per process by default. */
+  WORKER_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/).optional(),
+  /** Threads this worker offers to its variants. @default the machine's cores */
+  WORKER_THREADS: z.coerce.number().int().min(1).default(availableParallelism()),
+});
+
+await runService("executor-cpu", process.env, async (log) => {
+  const options = compileOptions(envSchema, process.env, "executor-cpu");
+  const id = options.WORKER_ID ?? `cpu-${hostname().replace(/[^A-Za-z0-9_-]/g, "").slice(0, 20) || "host"}-${randomBytes(3).toString("hex")}`;
+  const bus = await connectBus({ servers: options.NATS_URL, name: `executor-cpu ${id}`, log });
+  const store = MetadataStore.connect(options.REDIS_URL);
+  const worker = new Worker(bus, store, onnxBackend("cpu", ["cpu"]), { id, threads: options.WORKER_THREADS }, log.child({ worker: id }));
+  await worker.start();
+  return {
+    info: { worker: id, threads: options.WORKER_THREADS },
+    async stop() {
+      await worker.stop();
+      await bus.close();
+      await store.close();
+    },
+  };
+});

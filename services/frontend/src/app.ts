@@ -1,0 +1,207 @@
+import { randomUUID } from "node:crypto";
+import Fastify, { type FastifyReply, type FastifyError } from "fastify";
+import client from "prom-client";
+import {
+  ErrorCode,
+  ServeError,
+  checkName,
+  headers,
+  httpStatusOf,
+  isErrorCode,
+  subjects,
+  contentTypes,
+  type ModelRecord,
+} from "@sloserve/contracts";
+import { errorFromReply, makeHeaders, type Bus, type Logger } from "@sloserve/bus";
+import type { Catalog, MetadataStore } from "@sloserve/store";
+import { jsonToWire, wireToJson } from "./infer.js";
+import { dashboardHtml } from "./dashboard.js";
+
+export interface FrontendOptions {
+  /** Largest inference request body, bytes. @default 8 MiB */
+  maxBodyBytes: number;
+  /** Largest model upload, bytes. @default 512 MiB */
+  maxModelBytes: number;
+  /** Time a query may take when the caller gives none, ms. @default 30000 */
+  defaultTimeoutMs: number;
+}
+
+export interface FrontendDeps {
+  bus: Bus;
+  store: MetadataStore;
+  catalog: Catalog;
+  log: Logger;
+  options: FrontendOptions;
+}
+
+function sendError(reply: FastifyReply, err: ServeError): FastifyReply {
+  return reply.code(httpStatusOf(err.code)).type("application/json").send(err.toJSON());
+}
+
+/** Maps Fastify's own errors (bad JSON, body too large, wrong media type) to our error codes. */
+function fromFastifyError(err: FastifyError): ServeError {
+  switch (err.code) {
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return new ServeError(ErrorCode.malformedJson, `the request body is not valid JSON: ${err.message}`);
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return new ServeError(ErrorCode.payloadTooLarge, "the request body is larger than the limit");
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return new ServeError(ErrorCode.badRequest, `unsupported content type: ${err.message}`);
+    default:
+      if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return new ServeError(ErrorCode.badRequest, err.message);
+      return new ServeError(ErrorCode.internal, err.message);
+  }
+}
+
+export async function buildApp(deps: FrontendDeps) {
+  const { bus, store, catalog, log, options } = deps;
+  const app = Fastify({
+    loggerInstance: log,
+    disableRequestLogging: true,
+    bodyLimit: options.maxBodyBytes,
+    genReqId: (req) => {
+      const given = req.headers[headers.requestId];
+      return typeof given === "string" && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+    },
+  });
+
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  const httpDuration = new client.Histogram({
+    name: "sloserve_http_request_duration_seconds",
+    help: "HTTP request duration by route and status",
+    labelNames: ["route", "status"],
+    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10],
+    registers: [registry],
+  });
+  app.addHook("onResponse", async (req, reply) => {
+    httpDuration.observe({ route: req.routeOptions.url ?? "unknown", status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
+
+  app.addContentTypeParser("application/octet-stream", { parseAs: "buffer", bodyLimit: options.maxModelBytes }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((err: FastifyError | ServeError, req, reply) => {
+    const serveError = err instanceof ServeError ? err : fromFastifyError(err as FastifyError);
+    if (serveError.code === ErrorCode.internal) req.log.error({ err, requestId: req.id }, "request failed");
+    else req.log.debug({ requestId: req.id, code: serveError.code, message: serveError.message }, "request refused");
+    return sendError(reply, serveError);
+  });
+  app.setNotFoundHandler((req, reply) => sendError(reply, new ServeError(ErrorCode.badRequest, `no route ${req.method} ${req.url}`)));
+
+  const modelOr404 = async (name: string): Promise<ModelRecord> => {
+    checkName("model", name);
+    const model = await catalog.getModel(name);
+    if (!model) throw new ServeError(ErrorCode.unknownModel, `no model named '${name}'`);
+    return model;
+  };
+
+  // ---- Open Inference Protocol: health and metadata ----
+  app.get("/v2/health/live", async () => ({ live: true }));
+  app.get("/v2/health/ready", async (_req, reply) => {
+    const natsOk = !bus.nc.isClosed();
+    const redisOk = await store.ping();
+    const ready = natsOk && redisOk;
+    return reply.code(ready ? 200 : 503).send({ ready, nats: natsOk, redis: redisOk });
+  });
+  app.get("/v2", async () => ({ name: "sloserve", version: "0.1.0", extensions: ["model_repository"] }));
+  app.get<{ Params: { model: string } }>("/v2/models/:model", async (req) => {
+    const model = await modelOr404(req.params.model);
+    return {
+      name: model.name,
+      versions: ["1"],
+      platform: model.platform,
+      inputs: model.inputs,
+      outputs: model.outputs,
+      parameters: { app: model.app, task: model.task, dataset: model.dataset, variants: (catalog.variantsByModel.get(model.name) ?? []).map((v) => v.name) },
+    };
+  });
+  app.get<{ Params: { model: string } }>("/v2/models/:model/ready", async (req, reply) => {
+    const model = await modelOr404(req.params.model);
+    const active = (await store.listInstances()).some((i) => i.model === model.name && i.state === "active");
+    return reply.code(active ? 200 : 503).send({ name: model.name, ready: active });
+  });
+
+  // ---- Inference ----
+  app.post<{ Params: { model: string } }>("/v2/models/:model/infer", async (req, reply) => {
+    const model = await modelOr404(req.params.model);
+    const { payload, timeoutMs } = jsonToWire(req.body, model);
+    const requested = (req.body as { outputs?: Array<{ name: string }> }).outputs?.map((o) => o.name);
+    const now = Date.now();
+    const timeout = Math.min(timeoutMs ?? options.defaultTimeoutMs, 600_000);
+    let answer;
+    try {
+      answer = await bus.nc.request(subjects.inferModel(model.name), payload, {
+        timeout,
+        headers: makeHeaders({
+          [headers.requestId]: req.id,
+          [headers.contentType]: contentTypes.wire,
+          [headers.deadline]: now + timeout,
+          [headers.receivedAt]: now,
+        }),
+      });
+    } catch (err) {
+      const e = err as Error;
+      if (/timeout/i.test(e.name) || /timeout/i.test(e.message)) throw new ServeError(ErrorCode.deadlineExceeded, `no answer within ${timeout} ms`);
+      if (/no ?responders/i.test(e.name + e.message)) throw new ServeError(ErrorCode.unavailable, "no dispatcher is running");
+      throw err;
+    }
+    const failure = errorFromReply(answer.headers, answer.data);
+    if (failure) throw failure;
+    return reply.type("application/json").send(wireToJson(answer.data, answer.headers?.get(headers.contentType), requested));
+  });
+
+  // ---- Model repository ----
+  app.post("/v2/repository/index", async () => {
+    const [models, instances] = await Promise.all([store.listModels(), store.listInstances()]);
+    return models.map((m) => {
+      const states = instances.filter((i) => i.model === m.name).map((i) => i.state);
+      const state = states.includes("active") ? "READY" : states.includes("loading") ? "LOADING" : "UNAVAILABLE";
+      const reason = state === "UNAVAILABLE" ? "no instance loaded (loads on the first query)" : "";
+      return { name: m.name, version: "1", state, reason };
+    });
+  });
+
+  app.post<{ Params: { app: string; model: string }; Querystring: { task?: string; dataset?: string } }>("/v1/apps/:app/models/:model", async (req, reply) => {
+    checkName("app", req.params.app);
+    checkName("model", req.params.model);
+    if (!Buffer.isBuffer(req.body)) throw new ServeError(ErrorCode.badRequest, "send the ONNX model as the body, with Content-Type: application/octet-stream");
+    const upload = `upload/${randomUUID()}`;
+    await bus.models.putBlob({ name: upload }, new Uint8Array(req.body));
+    const answer = await bus.nc.request(
+      subjects.registerModel,
+      JSON.stringify({ model: req.params.model, app: req.params.app, task: req.query.task, dataset: req.query.dataset, upload }),
+      { timeout: 120_000, headers: makeHeaders({ [headers.requestId]: req.id }) },
+    );
+    const failure = errorFromReply(answer.headers, answer.data);
+    if (failure) {
+      await bus.models.delete(upload).catch(() => undefined);
+      throw failure;
+    }
+    const result = answer.json<{ model: ModelRecord }>();
+    catalog.applyRegistered(result.model, (answer.json<{ variants: never[] }>()).variants);
+    return reply.code(201).send(result);
+  });
+
+  app.delete<{ Params: { model: string } }>("/v1/models/:model", async (req) => {
+    checkName("model", req.params.model);
+    const answer = await bus.nc.request(subjects.unregisterModel, JSON.stringify({ model: req.params.model }), { timeout: 30_000 });
+    const failure = errorFromReply(answer.headers, answer.data);
+    if (failure) throw failure;
+    catalog.applyUnregistered(req.params.model);
+    return answer.json();
+  });
+
+  // ---- Status, dashboard, metrics ----
+  app.get("/v1/status", async () => {
+    const [models, variants, instances, workers] = await Promise.all([store.listModels(), store.listVariants(), store.listInstances(), store.listWorkers()]);
+    return { atMs: Date.now(), models, variants, instances, workers };
+  });
+  app.get("/dashboard", async (_req, reply) => reply.type("text/html").send(dashboardHtml));
+  app.get("/", async (_req, reply) => reply.redirect("/dashboard"));
+  app.get("/metrics", async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
+
+  return app;
+}
+
+export { isErrorCode };

@@ -1,0 +1,53 @@
+import { z } from "zod";
+import { commonEnvSchema, compileOptions, modelRecordSchema, subjects, variantRecordSchema } from "@sloserve/contracts";
+import { connectBus, runService } from "@sloserve/bus";
+import { Catalog, MetadataStore } from "@sloserve/store";
+import { buildApp } from "./app.js";
+
+/** frontend: the HTTP API (Open Inference Protocol + model registration), dashboard and metrics. */
+const envSchema = commonEnvSchema.extend({
+  HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HTTP_HOST: z.string().default("0.0.0.0"),
+  MAX_BODY_BYTES: z.coerce.number().int().positive().default(8 * 1024 * 1024),
+  MAX_MODEL_BYTES: z.coerce.number().int().positive().default(512 * 1024 * 1024),
+  DEFAULT_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+});
+
+await runService("frontend", process.env, async (log) => {
+  const options = compileOptions(envSchema, process.env, "frontend");
+  const bus = await connectBus({ servers: options.NATS_URL, name: "frontend", log });
+  const store = MetadataStore.connect(options.REDIS_URL);
+  const catalog = new Catalog(store);
+  const registered = z.object({ model: modelRecordSchema, variants: z.array(variantRecordSchema) });
+  const sub = bus.nc.subscribe(subjects.registryEvents, {
+    callback: (_err, msg) => {
+      try {
+        if (msg.subject.startsWith("registry.event.registered.")) {
+          const { model, variants } = registered.parse(msg.json());
+          catalog.applyRegistered(model, variants);
+        } else catalog.applyUnregistered(msg.subject.split(".").pop() ?? "");
+      } catch (err) {
+        log.warn({ err }, "ignoring malformed registry event");
+      }
+    },
+  });
+  await catalog.load();
+  const app = await buildApp({
+    bus,
+    store,
+    catalog,
+    log,
+    options: { maxBodyBytes: options.MAX_BODY_BYTES, maxModelBytes: options.MAX_MODEL_BYTES, defaultTimeoutMs: options.DEFAULT_TIMEOUT_MS },
+  });
+  const address = await app.listen({ port: options.HTTP_PORT, host: options.HTTP_HOST });
+  const port = (app.server.address() as { port: number }).port;
+  return {
+    info: { url: address, port },
+    async stop() {
+      await app.close();
+      sub.unsubscribe();
+      await bus.close();
+      await store.close();
+    },
+  };
+});

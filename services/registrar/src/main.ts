@@ -1,0 +1,77 @@
+import { z } from "zod";
+import {
+  REGISTRAR_QUEUE,
+  commonEnvSchema,
+  compileOptions,
+  describeZodError,
+  registerRequestSchema,
+  subjects,
+  ErrorCode,
+  ServeError,
+} from "@sloserve/contracts";
+import { connectBus, replyError, runService } from "@sloserve/bus";
+import { MetadataStore } from "@sloserve/store";
+import { registerModel, unregisterModel } from "./register.js";
+
+/**
+ * registrar: registers models (`registry.request.register`) and removes them
+ * (`registry.request.unregister`), answering each request with the result or an error code.
+ */
+await runService("registrar", process.env, async (log) => {
+  const options = compileOptions(commonEnvSchema, process.env, "registrar");
+  const bus = await connectBus({ servers: options.NATS_URL, name: "registrar", log });
+  const store = MetadataStore.connect(options.REDIS_URL);
+  const encode = (v: unknown): string => JSON.stringify(v);
+
+  const register = bus.nc.subscribe(subjects.registerModel, {
+    queue: REGISTRAR_QUEUE,
+    callback: (err, msg) => {
+      if (err) return log.error({ err }, "subscription error");
+      void (async () => {
+        const requestId = msg.headers?.get("x-request-id") || undefined;
+        try {
+          let body: unknown;
+          try {
+            body = msg.json();
+          } catch {
+            throw new ServeError(ErrorCode.malformedJson, "the register request is not valid JSON");
+          }
+          const parsed = registerRequestSchema.safeParse(body);
+          if (!parsed.success) throw new ServeError(ErrorCode.badRequest, describeZodError(parsed.error));
+          const result = await registerModel(bus, store, parsed.data, Date.now());
+          log.info({ requestId, model: result.model.name, app: result.model.app, variants: result.variants.map((v) => v.name) }, "model registered");
+          msg.respond(encode(result));
+        } catch (e) {
+          log.warn({ requestId, err: e }, "registration refused");
+          replyError(bus.nc, msg.reply, e, requestId);
+        }
+      })();
+    },
+  });
+
+  const unregister = bus.nc.subscribe(subjects.unregisterModel, {
+    queue: REGISTRAR_QUEUE,
+    callback: (err, msg) => {
+      if (err) return log.error({ err }, "subscription error");
+      void (async () => {
+        try {
+          const body = z.object({ model: z.string() }).parse(msg.json());
+          const model = await unregisterModel(bus, store, body.model);
+          log.info({ model: model.name }, "model unregistered");
+          msg.respond(encode({ model }));
+        } catch (e) {
+          replyError(bus.nc, msg.reply, e instanceof z.ZodError ? new ServeError(ErrorCode.badRequest, describeZodError(e)) : e);
+        }
+      })();
+    },
+  });
+
+  return {
+    async stop() {
+      register.unsubscribe();
+      unregister.unsubscribe();
+      await bus.close();
+      await store.close();
+    },
+  };
+});
