@@ -40,6 +40,7 @@ export function streamConfigs(): Array<Partial<StreamConfig> & { name: string; s
     { ...streams.metrics, subjects: [...streams.metrics.subjects], retention: RetentionPolicy.Limits, storage: StorageType.File, max_age: HOUR_NS },
     { ...streams.events, subjects: [...streams.events.subjects], retention: RetentionPolicy.Limits, storage: StorageType.File, max_age: DAY_NS },
     { ...streams.scale, subjects: [...streams.scale.subjects], retention: RetentionPolicy.Workqueue, storage: StorageType.File, max_age: HOUR_NS },
+    { ...streams.profile, subjects: [...streams.profile.subjects], retention: RetentionPolicy.Workqueue, storage: StorageType.File, max_age: 7 * DAY_NS },
   ];
 }
 

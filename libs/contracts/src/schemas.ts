@@ -7,6 +7,7 @@ import { DATATYPES } from "./tensors.js";
  */
 
 const name = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, "use 1-64 letters, digits, '_' or '-'");
+const longName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/, "use 1-128 letters, digits, '_' or '-'");
 export const datatypeSchema = z.enum(DATATYPES);
 
 export const tensorSpecSchema = z.object({
@@ -47,15 +48,39 @@ export const modelRecordSchema = z.object({
   sizeBytes: z.number().int().nonnegative(),
   sha256: z.string(),
   registeredAtMs: z.number(),
+  /** The validation set (binary tensor encoding: the inputs with N rows, plus `labels`), if any. */
+  validationObject: z.string().nullable().default(null),
+  validationCount: z.number().int().nonnegative().default(0),
+  /** Sizes of each input's non-batch dimensions used when profiling. */
+  profileShape: z.record(z.string(), z.array(z.number().int().positive())).default({}),
 });
 export type ModelRecord = z.infer<typeof modelRecordSchema>;
 
 export const hardwareSchema = z.enum(["cpu", "gpu", "inferentia"]);
 export type Hardware = z.infer<typeof hardwareSchema>;
 
+/** What the profiler measured for a variant (INFaaS §3: the variant's profile). */
+export const variantProfileSchema = z.object({
+  /** Time to fetch and load the model into the engine, ms. */
+  loadLatencyMs: z.number().nonnegative(),
+  /** Median latency of one batch, ms, by batch size (powers of two up to 64, while they fit). */
+  latencyMs: z.record(z.string(), z.number().nonnegative()),
+  /** Queries per second at the variant's max batch: maxBatch / latency(maxBatch). */
+  peakQps: z.number().nonnegative(),
+  /** Memory the loaded model takes while running its largest batch (RSS growth), bytes. */
+  memoryBytes: z.number().nonnegative(),
+  /** Accuracy on the model's validation set (0..1), null without a validation set. */
+  accuracy: z.number().min(0).max(1).nullable(),
+  /** Input shape the latencies were measured with (batch dimension excluded). */
+  sampleShape: z.record(z.string(), z.array(z.number().int())),
+  worker: z.string(),
+  profiledAtMs: z.number(),
+});
+export type VariantProfile = z.infer<typeof variantProfileSchema>;
+
 /** A variant: one way of running a model (hardware, max batch, quantisation, threads). */
 export const variantRecordSchema = z.object({
-  name,
+  name: longName,
   model: name,
   app: name,
   hardware: hardwareSchema,
@@ -68,6 +93,7 @@ export const variantRecordSchema = z.object({
   object: z.string(),
   accuracy: z.number().min(0).max(1).nullable(),
   profiled: z.boolean(),
+  profile: variantProfileSchema.nullable().default(null),
 });
 export type VariantRecord = z.infer<typeof variantRecordSchema>;
 
@@ -76,9 +102,9 @@ export type VariantState = z.infer<typeof variantStateSchema>;
 
 /** Published on `state.<variant>.<worker>` at every transition. */
 export const stateEventSchema = z.object({
-  variant: name,
+  variant: longName,
   model: name,
-  worker: name,
+  worker: longName,
   hardware: hardwareSchema,
   state: variantStateSchema,
   previous: variantStateSchema,
@@ -89,7 +115,7 @@ export type StateEvent = z.infer<typeof stateEventSchema>;
 
 /** Per-variant figures in a worker's one-second report. */
 export const variantMetricsSchema = z.object({
-  variant: name,
+  variant: longName,
   state: variantStateSchema,
   arrivals: z.number().int().nonnegative(),
   served: z.number().int().nonnegative(),
@@ -104,7 +130,7 @@ export type VariantMetrics = z.infer<typeof variantMetricsSchema>;
 
 /** Published every second on `metrics.worker.<worker>`; doubles as the heartbeat. */
 export const workerReportSchema = z.object({
-  worker: name,
+  worker: longName,
   hardware: hardwareSchema,
   atMs: z.number(),
   startedAtMs: z.number(),
@@ -120,7 +146,7 @@ export type WorkerReport = z.infer<typeof workerReportSchema>;
 export const scaleCommandSchema = z.object({
   id: z.string(),
   action: z.enum(["load", "unload"]),
-  variant: name,
+  variant: longName,
   reason: z.string(),
   atMs: z.number(),
 });
@@ -128,9 +154,9 @@ export type ScaleCommand = z.infer<typeof scaleCommandSchema>;
 
 export const scaleResultSchema = z.object({
   id: z.string(),
-  worker: name,
+  worker: longName,
   action: z.enum(["load", "unload"]),
-  variant: name,
+  variant: longName,
   ok: z.boolean(),
   error: z.string().optional(),
   durationMs: z.number(),
@@ -145,6 +171,13 @@ export const registerRequestSchema = z.object({
   task: z.string().max(128).optional(),
   dataset: z.string().max(128).optional(),
   upload: z.string().min(1),
+  /** Object name of the uploaded validation set (binary tensor encoding), if any. */
+  validationUpload: z.string().min(1).optional(),
+  /**
+   * Sizes for an input's dynamic non-batch dimensions when profiling, e.g. { x: [3, 48, 320] };
+   * taken from the validation set when there is one.
+   */
+  profileShape: z.record(z.string(), z.array(z.number().int().positive())).optional(),
 });
 export type RegisterRequest = z.infer<typeof registerRequestSchema>;
 
@@ -154,3 +187,33 @@ export function describeZodError(error: z.ZodError): string {
     .map((issue) => `${issue.path.length ? issue.path.join(".") : "(body)"}: ${issue.message}`)
     .join("; ");
 }
+
+/** A profiling job for one (model binary, hardware, threads) on `profile.job.<hardware>`. */
+export const profileJobSchema = z.object({
+  id: z.string(),
+  model: name,
+  hardware: hardwareSchema,
+  quantization: z.enum(["fp32", "int8"]),
+  threads: z.number().int().min(1),
+  /** The binary to profile (the fp32 model or its int8 rewrite). */
+  object: z.string(),
+  /** The variants that share this binary, hardware and thread count (they differ in max batch only). */
+  variants: z.array(longName).min(1),
+  atMs: z.number(),
+});
+export type ProfileJob = z.infer<typeof profileJobSchema>;
+
+/** Published on `registry.event.profile.<model>` as profiling goes. */
+export const profileProgressSchema = z.object({
+  model: name,
+  job: z.string(),
+  hardware: hardwareSchema,
+  /** "started", "step" (one batch size measured), "done" or "failed". */
+  phase: z.enum(["started", "step", "done", "failed"]),
+  step: z.number().int().nonnegative(),
+  steps: z.number().int().nonnegative(),
+  message: z.string(),
+  worker: longName,
+  atMs: z.number(),
+});
+export type ProfileProgress = z.infer<typeof profileProgressSchema>;

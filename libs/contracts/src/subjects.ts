@@ -29,6 +29,12 @@ export const subjects = {
   modelRegistered: (model: string) => `registry.event.registered.${model}`,
   modelUnregistered: (model: string) => `registry.event.unregistered.${model}`,
   registryEvents: "registry.event.>",
+  /** Variants of a model were profiled (payload: the updated variant records). */
+  modelProfiled: (model: string) => `registry.event.profiled.${model}`,
+  /** Profiling progress of a model. */
+  profileProgress: (model: string) => `registry.event.profile.${model}`,
+  /** Profiling jobs for the workers of one hardware kind (work queue: one worker takes each job). */
+  profileJob: (hardware: string) => `profile.job.${hardware}`,
 } as const;
 
 export const streams = {
@@ -40,6 +46,8 @@ export const streams = {
   events: { name: "EVENTS", subjects: ["state.>", "registry.event.>", "scale.result.>"] },
   /** Scaling commands: work-queue retention. */
   scale: { name: "SCALE", subjects: ["scale.model.>"] },
+  /** Profiling jobs: work-queue retention; a job waits until a worker of its hardware takes it. */
+  profile: { name: "PROFILE", subjects: ["profile.job.>"] },
 } as const;
 
 /** JetStream object store bucket holding model binaries. */

@@ -2,3 +2,4 @@ export * from "./backend.js";
 export * from "./instance.js";
 export * from "./worker.js";
 export * from "./onnx-backend.js";
+export * from "./profiler.js";

@@ -1,5 +1,6 @@
 import { AckPolicy, type ConsumerMessages } from "@nats-io/jetstream";
 import {
+  profileJobSchema,
   scaleCommandSchema,
   streams,
   subjects,
@@ -14,6 +15,7 @@ import type { Bus, Logger } from "@sloserve/bus";
 import type { MetadataStore } from "@sloserve/store";
 import type { BackendFactory } from "./backend.js";
 import { VariantInstance } from "./instance.js";
+import { runProfile } from "./profiler.js";
 
 /**
  * A worker process ("VM" in INFaaS terms): holds several variant instances, obeys load/unload
@@ -27,6 +29,8 @@ export interface WorkerOptions {
   threads: number;
   /** Report period, ms. @default 1000 */
   reportEveryMs?: number;
+  /** Take profiling jobs for this hardware. @default true */
+  profile?: boolean;
 }
 
 const json = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
@@ -35,6 +39,7 @@ export class Worker {
   private readonly instances = new Map<string, VariantInstance>();
   private readonly states = new Map<string, VariantState>();
   private commands: ConsumerMessages | undefined;
+  private profileJobs: ConsumerMessages | undefined;
   private reportTimer: NodeJS.Timeout | undefined;
   private lastReportMs = Date.now();
   private readonly startedAtMs = Date.now();
@@ -81,7 +86,48 @@ export class Worker {
         void this.execute(command).finally(() => msg.ack());
       }
     })();
+    if (this.options.profile !== false) await this.startProfiler();
     this.reportTimer = setInterval(() => void this.report().catch((err) => this.log.warn({ err }, "report failed")), this.options.reportEveryMs ?? 1000);
+  }
+
+  /**
+   * Takes profiling jobs for this worker's hardware, one at a time. All workers of a hardware kind
+   * share one durable consumer, so each job goes to one of them.
+   */
+  private async startProfiler(): Promise<void> {
+    const durable = `profiler-${this.hardware}`;
+    await this.bus.jsm.consumers
+      .add(streams.profile.name, {
+        durable_name: durable,
+        filter_subject: subjects.profileJob(this.hardware),
+        ack_policy: AckPolicy.Explicit,
+        ack_wait: 60 * 1e9,
+        max_deliver: 2,
+      })
+      .catch((err: Error) => {
+        if (!/already in use|exists/i.test(err.message)) throw err;
+      });
+    const consumer = await this.bus.js.consumers.get(streams.profile.name, durable);
+    this.profileJobs = await consumer.consume({ max_messages: 1 });
+    void (async () => {
+      for await (const msg of this.profileJobs as ConsumerMessages) {
+        const parsed = profileJobSchema.safeParse(msg.json());
+        if (!parsed.success) {
+          this.log.warn({ issues: parsed.error.issues }, "ignoring malformed profile job");
+          msg.term();
+          continue;
+        }
+        const started = Date.now();
+        try {
+          const updated = await runProfile(parsed.data, { bus: this.bus, store: this.store, backends: this.backends, worker: this.id, log: this.log, keepAlive: () => msg.working() });
+          this.log.info({ model: parsed.data.model, variants: updated.length, ms: Date.now() - started }, "profiled");
+          msg.ack();
+        } catch (err) {
+          this.log.error({ err, job: parsed.data.id, model: parsed.data.model }, "profiling failed");
+          msg.term();
+        }
+      }
+    })();
   }
 
   private async setState(variant: string, model: string, state: VariantState, reason: string): Promise<void> {
@@ -173,6 +219,7 @@ export class Worker {
   async stop(): Promise<void> {
     if (this.reportTimer) clearInterval(this.reportTimer);
     await this.commands?.close().catch(() => undefined);
+    await this.profileJobs?.close().catch(() => undefined);
     for (const name of [...this.instances.keys()]) await this.unload(name, "worker stopping").catch(() => undefined);
     await this.store.removeWorker(this.id).catch(() => undefined);
     await this.bus.jsm.consumers.delete(streams.scale.name, `worker-${this.id}`).catch(() => undefined);

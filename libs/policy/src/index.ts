@@ -23,3 +23,5 @@ export * from "./planner.js";
 export * from "./tuner.js";
 export * from "./baselines-cg.js";
 export * from "./baselines-autoscale.js";
+export * from "./variant-generator.js";
+export * from "./profiling.js";

@@ -10,7 +10,8 @@
  *   same model with a higher peak QPS whose latency meets the SLO, replacing the running ones) by the
  *   ILP objective Σ C·(δ + λ·T_load·max(δ, 0)), where δ is the change in instance count of each variant
  *   (the removed instances count with δ < 0), C its price per second and T_load its load latency in
- *   seconds. The cheaper wins; a tie replicates (no new variant to load). While an instance of the model
+ *   seconds. New instances must meet the SLO (the ILP's constraint 2), replicas included. The cheaper
+ *   wins; a tie replicates (no new variant to load). While an instance of the model
  *   is loading, no further scale-up is decided (the capacity counts it already).
  * - **Scale down** when headroom ≥ slack and removing one instance, or *downgrading* to a cheaper variant
  *   (fewest instances that keep capacity ≥ L × slack), keeps the target: the option with the lowest
@@ -112,6 +113,8 @@ export function instancesThatFit(v: VariantProfile, free: Readonly<Record<string
 }
 
 const r2 = (x: number): number => Math.round(x * 100) / 100;
+/** Costs may be tiny ($/s): three significant digits. */
+const c3 = (x: number): number => Number(x.toPrecision(3));
 
 interface Option {
   kind: "replicate" | "upgrade" | "remove" | "downgrade";
@@ -160,6 +163,8 @@ export function modelAutoscale(ctx: ModelAutoscalerContext): ModelAutoscalerResu
       }
       const options: Option[] = [];
       for (const r of running) {
+        // Constraint (2): new instances must meet the SLO, replicas included.
+        if (variantLatencyMs(r.variant) > slo) continue;
         const k = Math.ceil((required - capacity) / r.variant.peakQps - 1e-9);
         options.push({ kind: "replicate", variant: r.variant, count: k, remove: [], cost: scalingCost(r.variant, k, cfg.lambdaPerS), waitMs: 0, why: `replicate ${r.variant.name} ×${k}` });
       }
@@ -170,9 +175,12 @@ export function modelAutoscale(ctx: ModelAutoscalerContext): ModelAutoscalerResu
         options.push({ kind: "upgrade", variant: u, count: n, remove: removeAll, cost: scalingCost(u, n, cfg.lambdaPerS) + runningCost, waitMs: 0, why: `upgrade to ${u.name} ×${n}` });
       }
       const best = pick(options);
-      if (!best) continue;
-      const alternatives = options.filter((o) => o !== best).map((o) => `${o.why} costs ${r2(o.cost)}`).join("; ");
-      const why = `headroom ${r2(headroom)} < slack ${cfg.slack} (load ${r2(load)} QPS, capacity ${r2(capacity)} QPS); ${best.why} costs ${r2(best.cost)}${alternatives ? ` (vs ${alternatives})` : ""}`;
+      if (!best) {
+        decisions.push({ action: "hold", worker: w, model, reason: `headroom ${r2(headroom)} < slack ${cfg.slack}, but no variant of ${model} meets the ${slo} ms SLO` });
+        continue;
+      }
+      const alternatives = options.filter((o) => o !== best).map((o) => `${o.why} costs ${c3(o.cost)}`).join("; ");
+      const why = `headroom ${r2(headroom)} < slack ${cfg.slack} (load ${r2(load)} QPS, capacity ${r2(capacity)} QPS); ${best.why} costs ${c3(best.cost)}${alternatives ? ` (vs ${alternatives})` : ""}`;
       emitScaleUp(decisions, w, model, best, free, why);
       continue;
     }
@@ -198,7 +206,7 @@ export function modelAutoscale(ctx: ModelAutoscalerContext): ModelAutoscalerResu
     if (!best) continue;
     const since = prev[model] ?? ctx.nowMs;
     const waited = ctx.nowMs - since;
-    const why = `load ${r2(load)} QPS fits ${best.why} (capacity ${r2(capacity)} QPS, target ${r2(required)} QPS); cost ${r2(best.cost)}`;
+    const why = `load ${r2(load)} QPS fits ${best.why} (capacity ${r2(capacity)} QPS, target ${r2(required)} QPS); cost ${c3(best.cost)}`;
     if (waited + 1e-9 < best.waitMs) {
       downSinceMs[model] = since;
       decisions.push({ action: "hold", worker: w, model, reason: `${why}; allowed for ${r2(waited / 1000)} s of T_v = ${r2(best.waitMs / 1000)} s` });

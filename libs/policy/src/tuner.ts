@@ -67,6 +67,8 @@ export interface TunerPlan {
   models: Record<string, TunerModelPlan>;
   /** ρ_p = min ρ_m. */
   minRho: number;
+  /** min ρ_m over models planned with more than one replica (min ρ_m when there are none). */
+  minRhoReplicated: number;
 }
 
 /** What the Planner hands the Tuner (§5 "Initialization"). */
@@ -79,14 +81,17 @@ export function makeTunerPlan(pipeline: Pipeline, profiles: ProfileSet, config: 
   const s = scaleFactors(pipeline);
   const models: Record<string, TunerModelPlan> = {};
   let minRho = Infinity;
+  let minRhoReplicated = Infinity;
   for (const m of pipeline.models) {
     const c = config[m]!;
     const mu = replicaThroughputQps(profiles, m, c);
     const rho = (plannedQps * (s[m] ?? 1)) / (c.replicas * mu);
     models[m] = { scaleFactor: s[m] ?? 1, replicaQps: mu, rho, plannedReplicas: c.replicas };
     minRho = Math.min(minRho, rho);
+    if (c.replicas > 1) minRhoReplicated = Math.min(minRhoReplicated, rho);
   }
-  return { windowsMs, plannedEnvelopeQps: trafficEnvelope(planningArrivalsMs, windowsMs), plannedQps, models, minRho };
+  if (minRhoReplicated === Infinity) minRhoReplicated = minRho;
+  return { windowsMs, plannedEnvelopeQps: trafficEnvelope(planningArrivalsMs, windowsMs), plannedQps, models, minRho, minRhoReplicated };
 }
 
 export interface TunerState {
@@ -100,6 +105,21 @@ export function initialTunerState(plan: TunerPlan, nowMs = 0): TunerState {
 }
 
 export interface TunerOptions {
+  /**
+   * "paper": k_m = ⌈r_max·s_m / (μ_m·ρ_m)⌉ with r_max the exceeding live rate itself (§5).
+   * "relative": r_max replaced by λ_plan · max_i(r_i,live / r_i,planned), i.e. the planned load scaled
+   * by the worst relative exceedance; it differs from "paper" when the exceeding window is short, where
+   * even the planned trace's rate is far above its mean λ and the paper's rule provisions for the burst
+   * rate itself. @default "paper"
+   */
+  scaleUpRule?: "paper" | "relative";
+  /**
+   * "min": ρ_p = min over all models (§5). "min-replicated": min over models planned with more than one
+   * replica, whose utilisation reflects the Planner's slack rather than the one-replica floor (a cheap
+   * stage at 10% utilisation on its single replica would otherwise keep every other model from ever
+   * scaling down). @default "min"
+   */
+  scaleDownRho?: "min" | "min-replicated";
   /** Quiet period before scaling down, ms. @default 15000 */
   scaleDownDelayMs?: number;
   /** Look-back for λ_new, ms. @default 30000 */
@@ -142,12 +162,16 @@ export function tunerStep(input: TunerInput, options: TunerOptions = {}): TunerD
   const live = trafficEnvelope(input.recentArrivalsMs, plan.windowsMs, nowMs - maxWindow);
   let rMax = 0;
   let at = -1;
+  let worstRatio = 0;
   live.forEach((r, i) => {
-    if (r > plan.plannedEnvelopeQps[i]! && r > rMax) {
+    const planned = plan.plannedEnvelopeQps[i]!;
+    if (r > planned && r > rMax) {
       rMax = r;
       at = i;
     }
+    if (r > planned && planned > 0) worstRatio = Math.max(worstRatio, r / planned);
   });
+  if (at >= 0 && (options.scaleUpRule ?? "paper") === "relative") rMax = plan.plannedQps * worstRatio;
   if (at >= 0) {
     const replicas = { ...state.replicas };
     const grown: string[] = [];
@@ -161,7 +185,7 @@ export function tunerStep(input: TunerInput, options: TunerOptions = {}): TunerD
     if (grown.length > 0) {
       return {
         state: { replicas, lastChangeMs: nowMs }, changed: true,
-        reason: `envelope at ${(plan.windowsMs[at]! / 1000).toFixed(3)} s: ${rMax.toFixed(1)} qps > planned ${plan.plannedEnvelopeQps[at]!.toFixed(1)}: ${grown.join(", ")}`,
+        reason: `envelope at ${(plan.windowsMs[at]! / 1000).toFixed(3)} s: ${live[at]!.toFixed(1)} qps > planned ${plan.plannedEnvelopeQps[at]!.toFixed(1)}; provision for ${rMax.toFixed(1)} qps: ${grown.join(", ")}`,
       };
     }
   }
@@ -173,8 +197,9 @@ export function tunerStep(input: TunerInput, options: TunerOptions = {}): TunerD
   const lambdaNew = maxWindowRate(input.recentArrivalsMs, nowMs - lookback, nowMs, options.scaleDownWindowMs ?? 5_000);
   const replicas = { ...state.replicas };
   const shrunk: string[] = [];
+  const rhoP = (options.scaleDownRho ?? "min") === "min" ? plan.minRho : plan.minRhoReplicated;
   for (const [m, p] of Object.entries(plan.models)) {
-    const k = Math.max(1, Math.ceil((lambdaNew * p.scaleFactor) / (p.replicaQps * plan.minRho) - 1e-9));
+    const k = Math.max(1, Math.ceil((lambdaNew * p.scaleFactor) / (p.replicaQps * rhoP) - 1e-9));
     if (k < (replicas[m] ?? 0)) {
       shrunk.push(`${m} ${replicas[m]}→${k}`);
       replicas[m] = k;

@@ -34,7 +34,7 @@ describe("batching", () => {
 });
 
 describe("routing", () => {
-  const base: RouteCandidate = { variant: "m--cpu", hardware: "cpu", activeInstances: 0, loadingInstances: 0, arrivalsPerS: 0, queueLength: 0, pricePerS: 1, hardwareAvailable: true, selectable: true };
+  const base: RouteCandidate = { variant: "m--cpu", hardware: "cpu", activeInstances: 0, loadingInstances: 0, arrivalsPerS: 0, queueLength: 0, costPerQuery: 1, hardwareAvailable: true, selectable: true };
   it("routing - picks the least loaded active variant per instance", () => {
     const d = routeModelQuery([
       { ...base, variant: "a", activeInstances: 1, arrivalsPerS: 50 }, // 50 per instance
@@ -47,9 +47,9 @@ describe("routing", () => {
   });
   it("routing - loads the cheapest variant whose hardware has a worker", () => {
     const d = routeModelQuery([
-      { ...base, variant: "gpu", hardware: "gpu", pricePerS: 10, hardwareAvailable: true },
-      { ...base, variant: "cpu", pricePerS: 1 },
-      { ...base, variant: "inf", hardware: "inferentia", pricePerS: 0.5, hardwareAvailable: false },
+      { ...base, variant: "gpu", hardware: "gpu", costPerQuery: 10, hardwareAvailable: true },
+      { ...base, variant: "cpu", costPerQuery: 1 },
+      { ...base, variant: "inf", hardware: "inferentia", costPerQuery: 0.5, hardwareAvailable: false },
     ]);
     expect(d).toMatchObject({ kind: "load", variant: "cpu" });
   });

@@ -65,3 +65,33 @@ describe("tuner", () => {
     expect(d.reason).toBe("λ_new 100.0 qps: m 6→2");
   });
 });
+
+describe("tuner options", () => {
+  const plan = makeTunerPlan(one, profiles, { m: { hardware: "gpu", maxBatch: 4, replicas: 2 } }, evenly(100, 0, 70_000));
+
+  it("tuner - the relative rule scales the planned load by the worst exceedance", () => {
+    // 30 extra queries within 30 ms: paper rule provisions for the 40 ms-window rate (≥ 825 qps → ≥ 17 replicas);
+    // relative: 100 qps × (33 / 4) = 825 qps as well at the shortest window — the two agree when the plan is flat,
+    const burst = [...evenly(100, 0, 60_000), ...Array.from({ length: 30 }, (_, i) => 59_900 + i)].sort((x, y) => x - y);
+    const paper = tunerStep({ nowMs: 60_000, recentArrivalsMs: burst, plan, state: initialTunerState(plan) });
+    const rel = tunerStep({ nowMs: 60_000, recentArrivalsMs: burst, plan, state: initialTunerState(plan) }, { scaleUpRule: "relative" });
+    expect(rel.state.replicas.m).toBeLessThanOrEqual(paper.state.replicas.m!);
+    expect(rel.state.replicas.m).toBeGreaterThan(2);
+    // …and differ for a burstier plan: at 200 qps live the relative rule asks for 100 · 2 = 200 qps → ⌈200 / 50⌉ = 4.
+    const rate = tunerStep({ nowMs: 60_000, recentArrivalsMs: evenly(200, 0, 60_000), plan, state: initialTunerState(plan) }, { scaleUpRule: "relative" });
+    expect(rate.state.replicas.m).toBe(4);
+  });
+
+  it("tuner - min-replicated ignores one-replica models when scaling down", () => {
+    const two: Pipeline = { name: "two", models: ["m", "cheap"], edges: [{ from: "m", to: "cheap" }] };
+    const prof: ProfileSet = { ...profiles, cheap: [{ hardware: "cpu", pricePerHour: 0.1, batchLatencyMs: [[1, 1], [4, 1]] }] };
+    // cheap: μ = 4000 qps, one replica → ρ = 100/4000 = 0.025; m: ρ = 0.5.
+    const p = makeTunerPlan(two, prof, { m: { hardware: "gpu", maxBatch: 4, replicas: 2 }, cheap: { hardware: "cpu", maxBatch: 4, replicas: 1 } }, evenly(100, 0, 70_000));
+    expect(p.minRho).toBeCloseTo(0.025, 3);
+    expect(p.minRhoReplicated).toBeCloseTo(0.5, 3);
+    const state = { replicas: { m: 6, cheap: 1 }, lastChangeMs: 0 };
+    // ρ_p = 0.025: ⌈100 / (100 · 0.025)⌉ = 40 > 6 → no scale-down; with 0.5 → 2.
+    expect(tunerStep({ nowMs: 60_000, recentArrivalsMs: evenly(100, 0, 60_000), plan: p, state }).changed).toBe(false);
+    expect(tunerStep({ nowMs: 60_000, recentArrivalsMs: evenly(100, 0, 60_000), plan: p, state }, { scaleDownRho: "min-replicated" }).state.replicas.m).toBe(2);
+  });
+});

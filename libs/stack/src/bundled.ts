@@ -9,25 +9,55 @@ export interface BundledModel {
   task: string;
   dataset: string;
   path: string;
+  /** Validation set in the binary tensor encoding (inputs with N rows + `labels`), if any. */
+  validation?: Uint8Array;
+  /** Sizes of dynamic non-batch dimensions used when profiling, e.g. { x: [3, 48, 320] }. */
+  profileShape?: Record<string, number[]>;
 }
 
 const ocr = join(REPO_ROOT, "node_modules", "@gutenye", "ocr-models", "assets");
 
+/** PaddleOCR PP-OCRv4: detection → direction classifier → recognition. */
 export function ocrModels(): BundledModel[] {
   return [
-    { app: "ocr", name: "ocr-det", task: "text-detection", dataset: "paddleocr", path: join(ocr, "ch_PP-OCRv4_det_infer.onnx") },
-    { app: "ocr", name: "ocr-cls", task: "text-direction", dataset: "paddleocr", path: join(ocr, "ch_ppocr_mobile_v2.0_cls_infer.onnx") },
-    { app: "ocr", name: "ocr-rec", task: "text-recognition", dataset: "paddleocr", path: join(ocr, "ch_PP-OCRv4_rec_infer.onnx") },
+    { app: "ocr", name: "ocr-det", task: "text-detection", dataset: "paddleocr", path: join(ocr, "ch_PP-OCRv4_det_infer.onnx"), profileShape: { x: [3, 320, 320] } },
+    { app: "ocr", name: "ocr-cls", task: "text-direction", dataset: "paddleocr", path: join(ocr, "ch_ppocr_mobile_v2.0_cls_infer.onnx"), profileShape: { x: [3, 48, 192] } },
+    { app: "ocr", name: "ocr-rec", task: "text-recognition", dataset: "paddleocr", path: join(ocr, "ch_PP-OCRv4_rec_infer.onnx"), profileShape: { x: [3, 48, 320] } },
   ];
 }
 
-/** Registers a model over HTTP, as a user would. Returns the HTTP status and body. */
-export async function registerOverHttp(baseUrl: string, model: BundledModel): Promise<{ status: number; body: unknown }> {
-  const query = new URLSearchParams({ task: model.task, dataset: model.dataset });
-  const response = await fetch(`${baseUrl}/v1/apps/${model.app}/models/${model.name}?${query}`, {
-    method: "POST",
-    headers: { "content-type": "application/octet-stream" },
-    body: readFileSync(model.path),
-  });
-  return { status: response.status, body: await response.json() };
+/**
+ * Registers a model over HTTP, as a user would: multipart with the binary, the validation set and
+ * the profile shape when there are any, else the bare binary. Returns the HTTP status and body.
+ */
+export async function registerOverHttp(baseUrl: string, model: BundledModel): Promise<{ status: number; body: Record<string, unknown> }> {
+  const url = `${baseUrl}/v1/apps/${model.app}/models/${model.name}`;
+  const bytes = readFileSync(model.path);
+  let response: Response;
+  if (model.validation || model.profileShape) {
+    const form = new FormData();
+    form.set("task", model.task);
+    form.set("dataset", model.dataset);
+    if (model.profileShape) form.set("profile_shape", JSON.stringify(model.profileShape));
+    form.set("model", new Blob([bytes]), `${model.name}.onnx`);
+    if (model.validation) form.set("validation", new Blob([model.validation]), `${model.name}.validation.bin`);
+    response = await fetch(url, { method: "POST", body: form });
+  } else {
+    const query = new URLSearchParams({ task: model.task, dataset: model.dataset });
+    response = await fetch(`${url}?${query}`, { method: "POST", headers: { "content-type": "application/octet-stream" }, body: bytes });
+  }
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** Waits until every variant of `model` on the given hardware is profiled; reports progress. */
+export async function waitForProfiles(baseUrl: string, model: string, hardware: string, timeoutMs: number, onProgress?: (done: number, total: number) => void): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = (await (await fetch(`${baseUrl}/v1/models/${model}/profile`)).json()) as { by_hardware?: Record<string, { variants: number; profiled: number }> };
+    const h = status.by_hardware?.[hardware];
+    if (h) onProgress?.(h.profiled, h.variants);
+    if (h && h.profiled >= h.variants) return;
+    if (Date.now() > deadline) throw new Error(`profiling of ${model} on ${hardware} did not finish within ${timeoutMs} ms (${h?.profiled ?? 0}/${h?.variants ?? "?"})`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }

@@ -1,4 +1,8 @@
-import type { ModelRecord, VariantRecord } from "@sloserve/contracts";
+import { z } from "zod";
+import { modelRecordSchema, variantRecordSchema, type ModelRecord, type VariantRecord } from "@sloserve/contracts";
+
+const registeredEvent = z.object({ model: modelRecordSchema, variants: z.array(variantRecordSchema) });
+const profiledEvent = z.object({ model: z.string(), variants: z.array(variantRecordSchema), removed: z.array(z.string()).default([]) });
 import type { MetadataStore } from "./store.js";
 
 /**
@@ -24,6 +28,33 @@ export class Catalog {
     this.models.set(model.name, model);
     this.variantsByModel.set(model.name, []);
     for (const v of variants) this.addVariant(v);
+  }
+
+  /**
+   * Applies one `registry.event.*` message (registered, unregistered, profiled). Returns false for
+   * events it does not keep (e.g. profiling progress). Throws on a malformed event.
+   */
+  applyEvent(subject: string, body: unknown): boolean {
+    const [, , kind, name] = subject.split(".");
+    if (kind === "registered") {
+      const e = registeredEvent.parse(body);
+      this.applyRegistered(e.model, e.variants);
+    } else if (kind === "unregistered") {
+      this.applyUnregistered(name ?? "");
+    } else if (kind === "profiled") {
+      const e = profiledEvent.parse(body);
+      for (const v of e.variants) this.addVariant(v);
+      for (const r of e.removed) this.removeVariant(r);
+    } else return false;
+    return true;
+  }
+
+  removeVariant(name: string): void {
+    const v = this.variants.get(name);
+    if (!v) return;
+    this.variants.delete(name);
+    const list = this.variantsByModel.get(v.model);
+    if (list) this.variantsByModel.set(v.model, list.filter((x) => x.name !== name));
   }
 
   applyUnregistered(name: string): void {

@@ -98,6 +98,12 @@ export class MetadataStore {
     await this.redis.multi().set(key.variant(variant.name), JSON.stringify(variant)).sadd(key.modelVariants(variant.model), variant.name).exec();
   }
 
+  async deleteVariant(name: string): Promise<void> {
+    const v = await this.getVariant(name);
+    if (!v) return;
+    await this.redis.multi().del(key.variant(name)).srem(key.modelVariants(v.model), name).exec();
+  }
+
   async getVariant(name: string): Promise<VariantRecord | undefined> {
     const raw = await this.redis.get(key.variant(name));
     return raw ? variantRecordSchema.parse(JSON.parse(raw)) : undefined;

@@ -74,7 +74,9 @@ export class Dispatcher {
   ) {}
 
   candidates(model: ModelRecord, nowMs: number): RouteCandidate[] {
-    return (this.catalog.variantsByModel.get(model.name) ?? []).map((v) => this.candidate(v, nowMs));
+    // A model-specific query asks for the model as registered: fp32 variants only (int8 variants
+    // change the model's accuracy and are chosen by model-less queries).
+    return (this.catalog.variantsByModel.get(model.name) ?? []).filter((v) => v.quantization === "fp32").map((v) => this.candidate(v, nowMs));
   }
 
   private candidate(v: VariantRecord, nowMs: number): RouteCandidate {
@@ -88,7 +90,8 @@ export class Dispatcher {
       loadingInstances: this.cluster.count(v.name, "loading") + loadingPending,
       arrivalsPerS: load?.arrivalsPerS ?? 0,
       queueLength: load?.queueLength ?? 0,
-      pricePerS: pricePerSecond(DEFAULT_TYPE_FOR_KIND[v.hardware]),
+      // Cost per query at peak throughput; unprofiled CPU variants are ranked by their max batch.
+      costPerQuery: pricePerSecond(DEFAULT_TYPE_FOR_KIND[v.hardware]) / (v.profile?.peakQps ?? v.maxBatch),
       hardwareAvailable: this.cluster.hasLiveWorker(v.hardware, nowMs),
       selectable: v.hardware === "cpu" || v.profiled,
     };

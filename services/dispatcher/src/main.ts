@@ -1,16 +1,6 @@
-import {
-  DISPATCHER_QUEUE,
-  commonEnvSchema,
-  compileOptions,
-  modelRecordSchema,
-  stateEventSchema,
-  subjects,
-  variantRecordSchema,
-  workerReportSchema,
-} from "@sloserve/contracts";
+import { DISPATCHER_QUEUE, commonEnvSchema, compileOptions, stateEventSchema, subjects, workerReportSchema } from "@sloserve/contracts";
 import { connectBus, runService } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
-import { z } from "zod";
 import { ClusterView } from "./cluster.js";
 import { Dispatcher } from "./dispatch.js";
 
@@ -27,19 +17,13 @@ await runService("dispatcher", process.env, async (log) => {
   const catalog = new Catalog(store);
   const cluster = new ClusterView();
   const dispatcher = new Dispatcher(bus, catalog, cluster, log);
-  const registered = z.object({ model: modelRecordSchema, variants: z.array(variantRecordSchema) });
 
   // Subscribe before reading the snapshot so nothing falls between the two.
   const subs = [
     bus.nc.subscribe(subjects.registryEvents, {
       callback: (_err, msg) => {
         try {
-          if (msg.subject.startsWith("registry.event.registered.")) {
-            const { model, variants } = registered.parse(msg.json());
-            catalog.applyRegistered(model, variants);
-          } else if (msg.subject.startsWith("registry.event.unregistered.")) {
-            catalog.applyUnregistered(msg.subject.split(".").pop() ?? "");
-          }
+          catalog.applyEvent(msg.subject, msg.json());
         } catch (err) {
           log.warn({ err, subject: msg.subject }, "ignoring malformed registry event");
         }

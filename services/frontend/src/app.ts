@@ -14,8 +14,11 @@ import {
 } from "@sloserve/contracts";
 import { errorFromReply, makeHeaders, type Bus, type Logger } from "@sloserve/bus";
 import type { Catalog, MetadataStore } from "@sloserve/store";
-import { jsonToWire, wireToJson } from "./infer.js";
+import { jsonToWire, wireToJson, validationToWire } from "./infer.js";
 import { dashboardHtml } from "./dashboard.js";
+import { describeModel } from "./listing.js";
+import type { ProfileProgressView } from "./progress.js";
+import multipart from "@fastify/multipart";
 
 export interface FrontendOptions {
   /** Largest inference request body, bytes. @default 8 MiB */
@@ -30,6 +33,7 @@ export interface FrontendDeps {
   bus: Bus;
   store: MetadataStore;
   catalog: Catalog;
+  progress: ProfileProgressView;
   log: Logger;
   options: FrontendOptions;
 }
@@ -55,7 +59,7 @@ function fromFastifyError(err: FastifyError): ServeError {
 }
 
 export async function buildApp(deps: FrontendDeps) {
-  const { bus, store, catalog, log, options } = deps;
+  const { bus, store, catalog, progress, log, options } = deps;
   const app = Fastify({
     loggerInstance: log,
     disableRequestLogging: true,
@@ -79,6 +83,7 @@ export async function buildApp(deps: FrontendDeps) {
     httpDuration.observe({ route: req.routeOptions.url ?? "unknown", status: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
 
+  await app.register(multipart, { limits: { fileSize: options.maxModelBytes, files: 2, fields: 8 } });
   app.addContentTypeParser("application/octet-stream", { parseAs: "buffer", bodyLimit: options.maxModelBytes }, (_req, body, done) => done(null, body));
 
   app.setErrorHandler((err: FastifyError | ServeError, req, reply) => {
@@ -162,25 +167,79 @@ export async function buildApp(deps: FrontendDeps) {
     });
   });
 
-  app.post<{ Params: { app: string; model: string }; Querystring: { task?: string; dataset?: string } }>("/v1/apps/:app/models/:model", async (req, reply) => {
+  // Registration: the ONNX binary as the body (application/octet-stream), or multipart/form-data
+  // with parts `model` (file), `validation` (file: binary tensors or JSON), `task`, `dataset`,
+  // `profile_shape` (JSON, e.g. {"x": [3, 48, 320]}).
+  app.post<{ Params: { app: string; model: string }; Querystring: { task?: string; dataset?: string; profile_shape?: string } }>("/v1/apps/:app/models/:model", async (req, reply) => {
     checkName("app", req.params.app);
     checkName("model", req.params.model);
-    if (!Buffer.isBuffer(req.body)) throw new ServeError(ErrorCode.badRequest, "send the ONNX model as the body, with Content-Type: application/octet-stream");
+    const form: { model?: Buffer; validation?: Buffer; task?: string; dataset?: string; profile_shape?: string } = { ...req.query };
+    if (req.isMultipart()) {
+      for await (const part of req.parts()) {
+        if (part.type === "file") {
+          if (part.fieldname !== "model" && part.fieldname !== "validation") throw new ServeError(ErrorCode.badRequest, `unexpected file part '${part.fieldname}'; send 'model' and optionally 'validation'`);
+          form[part.fieldname] = await part.toBuffer();
+        } else if (["task", "dataset", "profile_shape"].includes(part.fieldname)) {
+          (form as Record<string, unknown>)[part.fieldname] = String(part.value);
+        }
+      }
+    } else if (Buffer.isBuffer(req.body)) {
+      form.model = req.body;
+    }
+    if (!form.model) throw new ServeError(ErrorCode.badRequest, "send the ONNX model as the body (Content-Type: application/octet-stream) or as the multipart part 'model'");
+    let profileShape: unknown;
+    if (form.profile_shape) {
+      try {
+        profileShape = JSON.parse(form.profile_shape);
+      } catch {
+        throw new ServeError(ErrorCode.badRequest, "profile_shape must be JSON, e.g. {\"x\": [3, 48, 320]}");
+      }
+    }
     const upload = `upload/${randomUUID()}`;
-    await bus.models.putBlob({ name: upload }, new Uint8Array(req.body));
+    await bus.models.putBlob({ name: upload }, new Uint8Array(form.model));
+    let validationUpload: string | undefined;
+    if (form.validation) {
+      validationUpload = `upload/${randomUUID()}`;
+      await bus.models.putBlob({ name: validationUpload }, validationToWire(form.validation));
+    }
     const answer = await bus.nc.request(
       subjects.registerModel,
-      JSON.stringify({ model: req.params.model, app: req.params.app, task: req.query.task, dataset: req.query.dataset, upload }),
+      JSON.stringify({ model: req.params.model, app: req.params.app, task: form.task, dataset: form.dataset, upload, validationUpload, profileShape }),
       { timeout: 120_000, headers: makeHeaders({ [headers.requestId]: req.id }) },
     );
     const failure = errorFromReply(answer.headers, answer.data);
-    if (failure) {
-      await bus.models.delete(upload).catch(() => undefined);
-      throw failure;
+    if (failure) throw failure;
+    const result = answer.json<{ model: ModelRecord; variants: never[]; profileJobs: number }>();
+    catalog.applyRegistered(result.model, result.variants);
+    return reply.code(201).send({ ...describeModel(result.model, result.variants), profile_jobs: result.profileJobs });
+  });
+
+  app.get<{ Params: { app: string } }>("/v1/apps/:app/models", async (req) => {
+    checkName("app", req.params.app);
+    const names = await store.listAppModels(req.params.app);
+    if (names.length === 0) throw new ServeError(ErrorCode.unknownApp, `no app named '${req.params.app}' (it has no models)`);
+    const models = await Promise.all(names.map(async (n) => ({ m: await store.getModel(n), v: await store.listVariants(n) })));
+    return { app: req.params.app, models: models.filter((x) => x.m).map((x) => describeModel(x.m as ModelRecord, x.v)) };
+  });
+
+  app.get<{ Params: { model: string } }>("/v1/models/:model/profile", async (req) => {
+    const model = await modelOr404(req.params.model);
+    const variants = await store.listVariants(model.name);
+    const workers = await store.listWorkers();
+    const byHardware: Record<string, { variants: number; profiled: number; workers: number }> = {};
+    for (const v of variants) {
+      const h = (byHardware[v.hardware] ??= { variants: 0, profiled: 0, workers: workers.filter((w) => w.hardware === v.hardware).length });
+      h.variants++;
+      if (v.profiled) h.profiled++;
     }
-    const result = answer.json<{ model: ModelRecord }>();
-    catalog.applyRegistered(result.model, (answer.json<{ variants: never[] }>()).variants);
-    return reply.code(201).send(result);
+    const jobs = progress.jobs(model.name);
+    return {
+      model: model.name,
+      variants: variants.length,
+      profiled: variants.filter((v) => v.profiled).length,
+      by_hardware: byHardware,
+      jobs: jobs.map((j) => ({ job: j.job, hardware: j.hardware, phase: j.phase, step: j.step, steps: j.steps, message: j.message, worker: j.worker, at_ms: j.atMs })),
+    };
   });
 
   app.delete<{ Params: { model: string } }>("/v1/models/:model", async (req) => {

@@ -69,3 +69,29 @@ export function wireToJson(data: Uint8Array, contentType: string | undefined, re
 }
 
 export const requestHeaders = headers;
+
+/**
+ * A validation set sent over HTTP, as the bus stores it: binary tensors pass through; JSON
+ * `{"inputs": [Open Inference Protocol tensors with N rows], "labels": [N integers]}` is converted.
+ * Its contents are checked against the model by the registrar.
+ */
+export function validationToWire(bytes: Buffer): Uint8Array {
+  if (bytes[0] !== 0x7b /* '{' */) return new Uint8Array(bytes);
+  let body: { inputs?: unknown; labels?: unknown };
+  try {
+    body = JSON.parse(bytes.toString("utf8"));
+  } catch {
+    throw new ServeError(ErrorCode.invalidValidationSet, "invalid validation set: not valid JSON");
+  }
+  const parsed = inferRequestSchema.shape.inputs.safeParse(body.inputs);
+  if (!parsed.success) throw new ServeError(ErrorCode.invalidValidationSet, `invalid validation set: ${describeZodError(parsed.error)}`);
+  if (!Array.isArray(body.labels) || !body.labels.every((l) => Number.isInteger(l))) {
+    throw new ServeError(ErrorCode.invalidValidationSet, "invalid validation set: 'labels' must be a list of integers");
+  }
+  const tensors: Tensor[] = parsed.data.map((i) => {
+    if (!isDatatype(i.datatype)) throw new ServeError(ErrorCode.invalidValidationSet, `invalid validation set: unknown datatype ${JSON.stringify(i.datatype)}`);
+    return tensorFromJsonData(i.name, i.datatype, i.shape, i.data);
+  });
+  tensors.push({ name: "labels", datatype: "INT64", shape: [body.labels.length], data: BigInt64Array.from((body.labels as number[]).map((l) => BigInt(l))) });
+  return encodeTensors(tensors);
+}

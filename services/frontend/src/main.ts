@@ -1,8 +1,9 @@
 import { z } from "zod";
-import { commonEnvSchema, compileOptions, modelRecordSchema, subjects, variantRecordSchema } from "@sloserve/contracts";
+import { commonEnvSchema, compileOptions, subjects } from "@sloserve/contracts";
 import { connectBus, runService } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { buildApp } from "./app.js";
+import { ProfileProgressView } from "./progress.js";
 
 /** frontend: the HTTP API (Open Inference Protocol + model registration), dashboard and metrics. */
 const envSchema = commonEnvSchema.extend({
@@ -18,14 +19,11 @@ await runService("frontend", process.env, async (log) => {
   const bus = await connectBus({ servers: options.NATS_URL, name: "frontend", log });
   const store = MetadataStore.connect(options.REDIS_URL);
   const catalog = new Catalog(store);
-  const registered = z.object({ model: modelRecordSchema, variants: z.array(variantRecordSchema) });
+  const progress = new ProfileProgressView();
   const sub = bus.nc.subscribe(subjects.registryEvents, {
     callback: (_err, msg) => {
       try {
-        if (msg.subject.startsWith("registry.event.registered.")) {
-          const { model, variants } = registered.parse(msg.json());
-          catalog.applyRegistered(model, variants);
-        } else catalog.applyUnregistered(msg.subject.split(".").pop() ?? "");
+        if (!catalog.applyEvent(msg.subject, msg.json())) progress.apply(msg.subject, msg.json());
       } catch (err) {
         log.warn({ err }, "ignoring malformed registry event");
       }
@@ -36,6 +34,7 @@ await runService("frontend", process.env, async (log) => {
     bus,
     store,
     catalog,
+    progress,
     log,
     options: { maxBodyBytes: options.MAX_BODY_BYTES, maxModelBytes: options.MAX_MODEL_BYTES, defaultTimeoutMs: options.DEFAULT_TIMEOUT_MS },
   });

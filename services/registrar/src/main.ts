@@ -2,6 +2,7 @@ import { z } from "zod";
 import {
   REGISTRAR_QUEUE,
   commonEnvSchema,
+  hardwareSchema,
   compileOptions,
   describeZodError,
   registerRequestSchema,
@@ -17,8 +18,20 @@ import { registerModel, unregisterModel } from "./register.js";
  * registrar: registers models (`registry.request.register`) and removes them
  * (`registry.request.unregister`), answering each request with the result or an error code.
  */
+const envSchema = commonEnvSchema.extend({
+  /** Hardware kinds to generate variants for, comma-separated. @default cpu,gpu,inferentia */
+  VARIANT_HARDWARE: z
+    .string()
+    .default("cpu,gpu,inferentia")
+    .transform((s) => s.split(",").map((h) => h.trim()).filter(Boolean))
+    .pipe(z.array(hardwareSchema).min(1)),
+  /** Queue profiling jobs at registration. @default true */
+  PROFILE_ON_REGISTER: z.enum(["true", "false"]).default("true").transform((v) => v === "true"),
+});
+
 await runService("registrar", process.env, async (log) => {
-  const options = compileOptions(commonEnvSchema, process.env, "registrar");
+  const options = compileOptions(envSchema, process.env, "registrar");
+  const registrarOptions = { hardware: options.VARIANT_HARDWARE, profile: options.PROFILE_ON_REGISTER, log };
   const bus = await connectBus({ servers: options.NATS_URL, name: "registrar", log });
   const store = MetadataStore.connect(options.REDIS_URL);
   const encode = (v: unknown): string => JSON.stringify(v);
@@ -38,8 +51,8 @@ await runService("registrar", process.env, async (log) => {
           }
           const parsed = registerRequestSchema.safeParse(body);
           if (!parsed.success) throw new ServeError(ErrorCode.badRequest, describeZodError(parsed.error));
-          const result = await registerModel(bus, store, parsed.data, Date.now());
-          log.info({ requestId, model: result.model.name, app: result.model.app, variants: result.variants.map((v) => v.name) }, "model registered");
+          const result = await registerModel(bus, store, parsed.data, Date.now(), registrarOptions);
+          log.info({ requestId, model: result.model.name, app: result.model.app, variants: result.variants.length, profileJobs: result.profileJobs }, "model registered");
           msg.respond(encode(result));
         } catch (e) {
           log.warn({ requestId, err: e }, "registration refused");

@@ -1,17 +1,22 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import {
   ErrorCode,
   ServeError,
   checkName,
+  decodeTensors,
   subjects,
+  type Hardware,
   type ModelRecord,
+  type ProfileJob,
   type RegisterRequest,
+  type TensorSpec,
   type VariantRecord,
 } from "@sloserve/contracts";
-import type { Bus } from "@sloserve/bus";
+import type { Bus, Logger } from "@sloserve/bus";
 import type { MetadataStore } from "@sloserve/store";
 import { inspectModel } from "@sloserve/runtime";
-import { defaultVariants } from "./variants.js";
+import { generateVariants, profileGroups } from "@sloserve/policy";
+import { checkLabels, checkValidationSet } from "./validation.js";
 
 /** Upper bound on a model binary. */
 export const MAX_MODEL_BYTES = 512 * 1024 * 1024;
@@ -19,14 +24,43 @@ export const MAX_MODEL_BYTES = 512 * 1024 * 1024;
 export interface Registered {
   model: ModelRecord;
   variants: VariantRecord[];
+  profileJobs: number;
+}
+
+export interface RegistrarOptions {
+  /** Hardware kinds to generate variants for. */
+  hardware: Hardware[];
+  /** Publish profiling jobs at registration. */
+  profile: boolean;
+  /** Rewrites a model to int8 weights; undefined when it cannot. */
+  quantize?: (bytes: Uint8Array) => Promise<Uint8Array | undefined>;
+  log: Logger;
+}
+
+/** Resolves the sizes of each input's non-batch dimensions for profiling, checking fixed ones. */
+function resolveProfileShape(inputs: readonly TensorSpec[], given: Record<string, number[]>): Record<string, number[]> {
+  const out: Record<string, number[]> = {};
+  for (const spec of inputs) {
+    const trailing = spec.shape.slice(1);
+    const g = given[spec.name];
+    if (g) {
+      const ok = g.length === trailing.length && g.every((d, i) => (trailing[i] ?? -1) < 0 || d === trailing[i]);
+      if (!ok) throw new ServeError(ErrorCode.badRequest, `profile shape of '${spec.name}' is [${g.join(", ")}]; the model's non-batch dimensions are [${trailing.join(", ")}]`);
+      out[spec.name] = g;
+    } else {
+      out[spec.name] = trailing.map((d) => (d > 0 ? d : 1));
+    }
+  }
+  return out;
 }
 
 /**
- * Registers a model whose binary was uploaded to the object store: checks the names, loads the
- * binary with onnxruntime (rejecting what it can't load), stores it under the model's name, writes
- * the metadata and the model's variants to Redis, and announces it on the bus.
+ * Registers a model whose binary (and validation set) were uploaded to the object store: checks
+ * names, loads the binary with onnxruntime (rejecting what it can't load), checks the validation
+ * set against the signature, rewrites an int8 copy when it can, generates the variants, writes
+ * everything to the repository and Redis, announces the model, and queues its profiling jobs.
  */
-export async function registerModel(bus: Bus, store: MetadataStore, request: RegisterRequest, nowMs: number): Promise<Registered> {
+export async function registerModel(bus: Bus, store: MetadataStore, request: RegisterRequest, nowMs: number, options: RegistrarOptions): Promise<Registered> {
   const name = checkName("model", request.model);
   const app = checkName("app", request.app);
   try {
@@ -36,8 +70,36 @@ export async function registerModel(bus: Bus, store: MetadataStore, request: Reg
     if (bytes.length > MAX_MODEL_BYTES) throw new ServeError(ErrorCode.payloadTooLarge, `the model is ${bytes.length} bytes; the limit is ${MAX_MODEL_BYTES}`);
     if (await store.getModel(name)) throw new ServeError(ErrorCode.modelExists, `a model named '${name}' is already registered`);
     const signature = await inspectModel(bytes);
+
+    let validation: { bytes: Uint8Array; count: number; shapes: Record<string, number[]> } | undefined;
+    if (request.validationUpload) {
+      const vbytes = await bus.models.getBlob(request.validationUpload);
+      if (!vbytes) throw new ServeError(ErrorCode.badRequest, `no upload named ${request.validationUpload} in the model repository`);
+      const checked = checkValidationSet(vbytes, signature.inputs);
+      const labels = decodeTensors(vbytes).tensors.find((t) => t.name === "labels");
+      checkLabels((labels?.data ?? []) as ArrayLike<number | bigint>, signature.outputs);
+      validation = { bytes: vbytes, ...checked };
+    }
+    const profileShape = resolveProfileShape(signature.inputs, validation?.shapes ?? request.profileShape ?? {});
+
     const object = `model/${name}.onnx`;
     await bus.models.putBlob({ name: object }, bytes);
+    let int8Object: string | undefined;
+    const int8 = options.quantize ? await options.quantize(bytes).catch((err: Error) => {
+      options.log.info({ model: name, reason: err.message }, "no int8 variant");
+      return undefined;
+    }) : undefined;
+    if (int8) {
+      // Only keep the rewrite if onnxruntime loads it with the same signature.
+      const s = await inspectModel(int8).catch(() => undefined);
+      if (s && JSON.stringify(s) === JSON.stringify(signature)) {
+        int8Object = `model/${name}.int8.onnx`;
+        await bus.models.putBlob({ name: int8Object }, int8);
+      }
+    }
+    const validationObject = validation ? `validation/${name}.bin` : null;
+    if (validation && validationObject) await bus.models.putBlob({ name: validationObject }, validation.bytes);
+
     const model: ModelRecord = {
       name,
       app,
@@ -50,23 +112,38 @@ export async function registerModel(bus: Bus, store: MetadataStore, request: Reg
       sizeBytes: bytes.length,
       sha256: createHash("sha256").update(bytes).digest("hex"),
       registeredAtMs: nowMs,
+      validationObject,
+      validationCount: validation?.count ?? 0,
+      profileShape,
     };
-    const variants = defaultVariants(model);
+    const batchable = [...model.inputs, ...model.outputs].every((s) => s.shape.length > 0 && s.shape[0] === -1);
+    const variants: VariantRecord[] = generateVariants({ model: name, app, batchable, objects: { fp32: object, int8: int8Object } }, { hardware: options.hardware });
     if (!(await store.createModel(model, variants))) {
       throw new ServeError(ErrorCode.modelExists, `a model named '${name}' is already registered`);
     }
     await bus.js.publish(subjects.modelRegistered(name), JSON.stringify({ model, variants }));
-    return { model, variants };
+    let profileJobs = 0;
+    if (options.profile) {
+      for (const group of profileGroups(variants)) {
+        const job: ProfileJob = { id: randomUUID(), model: name, hardware: group.hardware, quantization: group.quantization, threads: group.threads, object: group.object, variants: group.variants, atMs: nowMs };
+        await bus.js.publish(subjects.profileJob(group.hardware), JSON.stringify(job));
+        profileJobs++;
+      }
+    }
+    return { model, variants, profileJobs };
   } finally {
     await bus.models.delete(request.upload).catch(() => undefined);
+    if (request.validationUpload) await bus.models.delete(request.validationUpload).catch(() => undefined);
   }
 }
 
 export async function unregisterModel(bus: Bus, store: MetadataStore, modelName: string): Promise<ModelRecord> {
   const name = checkName("model", modelName);
+  const variants = await store.listVariants(name);
   const model = await store.deleteModel(name);
   if (!model) throw new ServeError(ErrorCode.unknownModel, `no model named '${name}'`);
   await bus.js.publish(subjects.modelUnregistered(name), JSON.stringify({ model }));
-  await bus.models.delete(model.object).catch(() => undefined);
+  const objects = new Set([model.object, ...variants.map((v) => v.object), ...(model.validationObject ? [model.validationObject] : [])]);
+  for (const o of objects) await bus.models.delete(o).catch(() => undefined);
   return model;
 }

@@ -1,0 +1,163 @@
+import {
+  allocate,
+  decodeTensors,
+  elementCount,
+  subjects,
+  type ModelRecord,
+  type ProfileJob,
+  type ProfileProgress,
+  type Tensor,
+  type TensorSpec,
+  type VariantProfile,
+  type VariantRecord,
+} from "@sloserve/contracts";
+import type { Bus, Logger } from "@sloserve/bus";
+import type { MetadataStore } from "@sloserve/store";
+import { median, needMoreRuns, nextBatchSize, peakQps, top1Accuracy } from "@sloserve/policy";
+import type { BackendFactory, ModelBackend } from "./backend.js";
+
+/**
+ * The profiler (INFaaS §3): on a worker of the variant's hardware, measures a model binary's load
+ * latency, median batch latency for batch sizes 1, 2, 4 … 64 (while a batch takes under 2 s), the
+ * memory it takes, and its accuracy on the model's validation set; then writes the profile of every
+ * variant of the job (they differ only in max batch) to Redis and announces it. Variants whose max
+ * batch could not be measured (too slow) are removed.
+ */
+
+export interface ProfileDeps {
+  bus: Bus;
+  store: MetadataStore;
+  backends: BackendFactory;
+  worker: string;
+  log: Logger;
+  /** Called now and then so that the job's message is not redelivered during a long run. */
+  keepAlive?: () => void;
+}
+
+export interface ValidationSet {
+  inputs: Tensor[];
+  labels: number[];
+}
+
+export function readValidationSet(bytes: Uint8Array): ValidationSet {
+  const { tensors } = decodeTensors(bytes);
+  const labelsTensor = tensors.find((t) => t.name === "labels");
+  const labels = labelsTensor ? Array.from(labelsTensor.data as ArrayLike<number | bigint>, (v) => Number(v)) : [];
+  return { inputs: tensors.filter((t) => t.name !== "labels"), labels };
+}
+
+/** Rows [from, from+count) of a tensor whose first dimension is the row. */
+function rows(t: Tensor, from: number, count: number): Tensor {
+  const rowSize = elementCount(t.shape.slice(1));
+  return { name: t.name, datatype: t.datatype, shape: [count, ...t.shape.slice(1)], data: t.data.subarray(from * rowSize, (from + count) * rowSize) as Tensor["data"] };
+}
+
+/** A batch of `batch` rows: from the validation set (cycled) when there is one, else seeded noise. */
+function sampleBatch(specs: readonly TensorSpec[], shapes: Record<string, number[]>, validation: ValidationSet | undefined, batch: number): Tensor[] {
+  return specs.map((spec) => {
+    const v = validation?.inputs.find((t) => t.name === spec.name);
+    const trailing = v ? v.shape.slice(1) : (shapes[spec.name] ?? spec.shape.slice(1).map((d) => (d > 0 ? d : 1)));
+    const rowSize = elementCount(trailing);
+    const data = allocate(spec.datatype, batch * rowSize);
+    if (v) {
+      const n = v.shape[0] ?? 1;
+      for (let r = 0; r < batch; r++) (data as Float32Array).set(rows(v, r % n, 1).data as Float32Array, r * rowSize);
+    } else if (data instanceof Float32Array || data instanceof Float64Array) {
+      let s = 12345;
+      for (let i = 0; i < data.length; i++) {
+        s = (s * 1103515245 + 12345) & 0x7fffffff;
+        data[i] = s / 0x7fffffff;
+      }
+    }
+    return { name: spec.name, datatype: spec.datatype, shape: [batch, ...trailing], data };
+  });
+}
+
+async function timeRun(backend: ModelBackend, inputs: Tensor[]): Promise<number> {
+  const t0 = performance.now();
+  await backend.runBatch([inputs]);
+  return performance.now() - t0;
+}
+
+async function accuracyOf(backend: ModelBackend, model: ModelRecord, validation: ValidationSet, chunk: number): Promise<number | null> {
+  const out = model.outputs[0];
+  const classes = out?.shape[out.shape.length - 1] ?? -1;
+  if (!out || classes <= 0 || validation.labels.length === 0) return null;
+  const n = validation.labels.length;
+  const scores = new Float32Array(n * classes);
+  for (let from = 0; from < n; from += chunk) {
+    const count = Math.min(chunk, n - from);
+    const [result] = await backend.runBatch([validation.inputs.map((t) => rows(t, from, count))]);
+    scores.set(result?.[0]?.data as Float32Array, from * classes);
+  }
+  return top1Accuracy(scores, classes, validation.labels);
+}
+
+export async function runProfile(job: ProfileJob, deps: ProfileDeps): Promise<VariantRecord[]> {
+  const { bus, store, backends, worker, log } = deps;
+  const model = await store.getModel(job.model);
+  if (!model) throw new Error(`model ${job.model} is no longer registered`);
+  const variants = (await Promise.all(job.variants.map((v) => store.getVariant(v)))).filter((v): v is VariantRecord => v !== undefined);
+  const maxBatch = Math.max(...variants.map((v) => v.maxBatch), 1);
+  let step = 0;
+  const steps = Math.log2(maxBatch) + 3; // load, batch sizes, accuracy
+  const progress = (phase: ProfileProgress["phase"], message: string): void => {
+    const event: ProfileProgress = { model: job.model, job: job.id, hardware: job.hardware, phase, step, steps, message, worker, atMs: Date.now() };
+    bus.js.publish(subjects.profileProgress(job.model), JSON.stringify(event)).catch(() => undefined);
+    deps.keepAlive?.();
+  };
+  progress("started", `profiling ${job.variants.length} variants (${job.quantization}, ${job.threads} threads)`);
+
+  const rssBefore = process.memoryUsage().rss;
+  const t0 = performance.now();
+  const bytes = await bus.models.getBlob(job.object);
+  if (!bytes) throw new Error(`binary ${job.object} is missing from the repository`);
+  const backend = await backends.load(bytes, { threads: job.threads });
+  const loadLatencyMs = performance.now() - t0;
+  step++;
+  progress("step", `loaded in ${loadLatencyMs.toFixed(0)} ms`);
+  try {
+    const validation = model.validationObject ? readValidationSet((await bus.models.getBlob(model.validationObject)) ?? new Uint8Array()) : undefined;
+    const latencyMs: Record<string, number> = {};
+    let peakRss = process.memoryUsage().rss;
+    let sampleShape: Record<string, number[]> = {};
+    for (let b: number | undefined = 1; b !== undefined; ) {
+      const inputs = sampleBatch(model.inputs, model.profileShape, validation, b);
+      sampleShape = Object.fromEntries(inputs.map((t) => [t.name, t.shape.slice(1)]));
+      await timeRun(backend, inputs); // warm-up
+      const runs: number[] = [];
+      while (needMoreRuns(runs)) runs.push(await timeRun(backend, inputs));
+      const m = median(runs);
+      latencyMs[String(b)] = Math.round(m * 1000) / 1000;
+      peakRss = Math.max(peakRss, process.memoryUsage().rss);
+      step++;
+      progress("step", `batch ${b}: ${m.toFixed(2)} ms (median of ${runs.length})`);
+      b = nextBatchSize(b, m, maxBatch);
+    }
+    const accuracy = validation ? await accuracyOf(backend, model, validation, 64) : null;
+    step = steps;
+    const profiledAtMs = Date.now();
+    const memoryBytes = Math.max(0, peakRss - rssBefore);
+    const updated: VariantRecord[] = [];
+    for (const v of variants) {
+      const peak = peakQps(latencyMs, v.maxBatch);
+      if (peak === undefined) {
+        await store.deleteVariant(v.name);
+        log.info({ variant: v.name }, "variant removed: its max batch is too slow to be useful");
+        continue;
+      }
+      const profile: VariantProfile = { loadLatencyMs, latencyMs, peakQps: peak, memoryBytes, accuracy, sampleShape, worker, profiledAtMs };
+      const record: VariantRecord = { ...v, accuracy, profiled: true, profile };
+      await store.putVariant(record);
+      updated.push(record);
+    }
+    await bus.js.publish(subjects.modelProfiled(job.model), JSON.stringify({ model: job.model, variants: updated, removed: variants.filter((v) => !updated.some((u) => u.name === v.name)).map((v) => v.name) }));
+    progress("done", `profiled ${updated.length} variants; accuracy ${accuracy === null ? "n/a" : accuracy.toFixed(4)}`);
+    return updated;
+  } catch (err) {
+    progress("failed", (err as Error).message);
+    throw err;
+  } finally {
+    await backend.release();
+  }
+}
