@@ -35,6 +35,31 @@ export const inferRequestSchema = z.object({
 });
 export type InferRequestJson = z.infer<typeof inferRequestSchema>;
 
+/** Requirements of a model-less query (INFaaS): what the user needs, not which model. */
+export const sloSchema = z.object({
+  latency_ms: z.number().positive().max(3_600_000),
+  min_accuracy: z.number().min(0).max(1).default(0),
+  max_cost: z.number().positive().optional(),
+});
+export type Slo = z.infer<typeof sloSchema>;
+
+/** Model-less query body (`POST /v1/apps/{app}/infer`, `infer.app.<app>`). */
+export const appInferRequestSchema = inferRequestSchema.extend({ slo: sloSchema });
+
+/** Published every second by each dispatcher on `metrics.arrivals.<app>`. */
+export const arrivalsReportSchema = z.object({
+  app: z.string(),
+  dispatcher: z.string(),
+  atMs: z.number(),
+  windowMs: z.number(),
+  arrivals: z.number().int().nonnegative(),
+  /** Per model: queries routed to it and the tightest latency SLO among them. */
+  models: z.record(z.string(), z.object({ queries: z.number().int().nonnegative(), minSloMs: z.number().nullable() })),
+  /** Model-less queries refused as infeasible. */
+  infeasible: z.number().int().nonnegative(),
+});
+export type ArrivalsReport = z.infer<typeof arrivalsReportSchema>;
+
 /** A registered model: what the registrar stores in Redis and announces on the bus. */
 export const modelRecordSchema = z.object({
   name,
@@ -117,6 +142,13 @@ export type StateEvent = z.infer<typeof stateEventSchema>;
 export const variantMetricsSchema = z.object({
   variant: longName,
   state: variantStateSchema,
+  /** Loaded instances of the variant on the worker. */
+  instances: z.number().int().nonnegative().default(1),
+  /** Queries answered after their latency SLO (model-less queries carry one). */
+  sloMisses: z.number().int().nonnegative().default(0),
+  /** Median time of one batch run and median batch size over the window. */
+  batchP50Ms: z.number().nonnegative().default(0),
+  batchSizeP50: z.number().nonnegative().default(0),
   arrivals: z.number().int().nonnegative(),
   served: z.number().int().nonnegative(),
   errors: z.number().int().nonnegative(),
@@ -145,8 +177,10 @@ export type WorkerReport = z.infer<typeof workerReportSchema>;
 /** A scaling command for one worker (`scale.model.<worker>`). */
 export const scaleCommandSchema = z.object({
   id: z.string(),
-  action: z.enum(["load", "unload"]),
+  /** load: ensure at least one instance; add: `count` more instances; unload: remove `count` (default all). */
+  action: z.enum(["load", "add", "unload"]),
   variant: longName,
+  count: z.number().int().positive().optional(),
   reason: z.string(),
   atMs: z.number(),
 });
@@ -155,7 +189,7 @@ export type ScaleCommand = z.infer<typeof scaleCommandSchema>;
 export const scaleResultSchema = z.object({
   id: z.string(),
   worker: longName,
-  action: z.enum(["load", "unload"]),
+  action: z.enum(["load", "add", "unload"]),
   variant: longName,
   ok: z.boolean(),
   error: z.string().optional(),

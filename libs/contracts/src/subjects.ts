@@ -35,6 +35,9 @@ export const subjects = {
   profileProgress: (model: string) => `registry.event.profile.${model}`,
   /** Profiling jobs for the workers of one hardware kind (work queue: one worker takes each job). */
   profileJob: (hardware: string) => `profile.job.${hardware}`,
+  /** Per-second query arrivals of an app, by model, from each dispatcher (input of the autoscalers and forecaster). */
+  arrivals: (app: string) => `metrics.arrivals.${app}`,
+  arrivalsAll: "metrics.arrivals.*",
 } as const;
 
 export const streams = {
@@ -73,6 +76,10 @@ export const headers = {
   receivedAt: "x-received-ms",
   /** When the dispatcher enqueued the query (epoch ms). */
   enqueuedAt: "x-enqueued-ms",
+  /** Model-less query requirements (INFaaS): latency SLO ms, minimum accuracy 0..1, max $ per query. */
+  sloLatencyMs: "x-slo-latency-ms",
+  sloMinAccuracy: "x-slo-min-accuracy",
+  sloMaxCost: "x-slo-max-cost",
 } as const;
 
 export const contentTypes = {

@@ -13,7 +13,7 @@ import {
   type VariantRecord,
 } from "@sloserve/contracts";
 import { makeHeaders, replyError, type Bus, type Logger } from "@sloserve/bus";
-import { decideBatch, cannotFinishInTime } from "@sloserve/policy";
+import { decideBatch, cannotFinishInTime, variantPricePerSecond } from "@sloserve/policy";
 import type { ModelBackend } from "./backend.js";
 import { WindowStats } from "./stats.js";
 
@@ -46,6 +46,10 @@ export class VariantInstance {
   private running: Promise<void> = Promise.resolve();
   /** EWMA of batch run time, ms: the "expected run time" used for deadline checks. */
   private runMsEwma = 0;
+  /** When the last batch finished (the executor has been idle since, unless busy). */
+  private idleSinceMs = Date.now();
+  /** What this instance costs per second (its share of the hardware), for per-query cost. */
+  private readonly pricePerS: number;
 
   constructor(
     readonly variant: VariantRecord,
@@ -53,7 +57,9 @@ export class VariantInstance {
     private readonly bus: Bus,
     private readonly worker: { id: string; hardware: string },
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.pricePerS = variantPricePerSecond(variant.hardware, variant.threads);
+  }
 
   get queueLength(): number {
     return this.queue.length;
@@ -113,6 +119,7 @@ export class VariantInstance {
       this.busy = true;
       this.running = this.runBatch(batch).finally(() => {
         this.busy = false;
+        this.idleSinceMs = Date.now();
         this.schedule();
       });
     } else if (decision.action === "wait" && !this.timer) {
@@ -158,8 +165,8 @@ export class VariantInstance {
     const finished = Date.now();
     const runMs = finished - started;
     this.runMsEwma = this.runMsEwma === 0 ? runMs : 0.8 * this.runMsEwma + 0.2 * runMs;
-    this.stats.busyMs += runMs;
-    this.stats.batches++;
+    this.stats.recordBatch(runMs, live.length);
+    const costPerQuery = (this.pricePerS * runMs) / 1000 / live.length;
     live.forEach((l, i) => {
       const out = outputs[i];
       const replyTo = l.p.msg.headers?.get(headers.replyTo) || undefined;
@@ -168,17 +175,24 @@ export class VariantInstance {
         return;
       }
       const receivedAt = Number(l.p.msg.headers?.get(headers.receivedAt)) || l.p.queuedAtMs;
+      // batch_wait: the time this query waited while the executor was idle, i.e. for its batch to
+      // fill (Wbatch); queue: the rest of its wait, behind batches that ran before it.
+      const batchWait = Math.max(0, started - Math.max(l.p.queuedAtMs, this.idleSinceMs));
       const timing = {
-        queue: started - l.p.queuedAtMs,
+        queue: Math.max(0, started - l.p.queuedAtMs - batchWait),
+        batch_wait: batchWait,
         inference: runMs,
         total: finished - receivedAt,
       };
+      const slo = Number(l.p.msg.headers?.get(headers.sloLatencyMs));
+      if (slo > 0 && timing.total > slo) this.stats.sloMisses++;
       const extra = {
         model_name: this.variant.model,
         model_version: "1",
         id: l.id,
-        served_by: { model: this.variant.model, variant: this.variant.name, hardware: this.worker.hardware, worker: this.worker.id, batch_size: live.length },
+        served_by: { model: this.variant.model, variant: this.variant.name, hardware: this.worker.hardware, accuracy: this.variant.accuracy, worker: this.worker.id, batch_size: live.length },
         timing_ms: timing,
+        cost_dollars: costPerQuery,
       };
       if (replyTo) {
         const json = l.p.msg.headers?.get(headers.accept) === "json";

@@ -1,31 +1,83 @@
+import { median } from "@sloserve/policy";
+
+export interface WindowFigures {
+  arrivals: number;
+  served: number;
+  errors: number;
+  batches: number;
+  sloMisses: number;
+  latencyP50Ms: number;
+  latencyP99Ms: number;
+  batchP50Ms: number;
+  batchSizeP50: number;
+  busyMs: number;
+}
+
 /** Per-second counters of one variant instance, reset at each report. */
 export class WindowStats {
   arrivals = 0;
   served = 0;
   errors = 0;
   batches = 0;
+  sloMisses = 0;
   busyMs = 0;
   private latencies: number[] = [];
+  private batchMs: number[] = [];
+  private batchSizes: number[] = [];
 
   recordLatency(ms: number): void {
     if (this.latencies.length < 100_000) this.latencies.push(ms);
   }
 
+  recordBatch(ms: number, size: number): void {
+    this.batches++;
+    this.busyMs += ms;
+    if (this.batchMs.length < 10_000) {
+      this.batchMs.push(ms);
+      this.batchSizes.push(size);
+    }
+  }
+
   /** Returns the window's figures and starts a new window. */
-  take(windowMs: number): { arrivals: number; served: number; errors: number; batches: number; latencyP50Ms: number; latencyP99Ms: number; utilisation: number } {
+  take(): WindowFigures {
     const sorted = this.latencies.sort((a, b) => a - b);
     const pick = (q: number): number => (sorted.length ? (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number) : 0);
-    const out = {
+    const out: WindowFigures = {
       arrivals: this.arrivals,
       served: this.served,
       errors: this.errors,
       batches: this.batches,
+      sloMisses: this.sloMisses,
       latencyP50Ms: pick(0.5),
       latencyP99Ms: pick(0.99),
-      utilisation: windowMs > 0 ? this.busyMs / windowMs : 0,
+      batchP50Ms: this.batchMs.length ? median(this.batchMs) : 0,
+      batchSizeP50: this.batchSizes.length ? median(this.batchSizes) : 0,
+      busyMs: this.busyMs,
     };
-    this.arrivals = this.served = this.errors = this.batches = this.busyMs = 0;
+    this.arrivals = this.served = this.errors = this.batches = this.sloMisses = this.busyMs = 0;
     this.latencies = [];
+    this.batchMs = [];
+    this.batchSizes = [];
     return out;
   }
+}
+
+/** Sums the figures of several instances of one variant (medians: the larger, a conservative choice). */
+export function mergeFigures(all: readonly WindowFigures[]): WindowFigures {
+  const zero: WindowFigures = { arrivals: 0, served: 0, errors: 0, batches: 0, sloMisses: 0, latencyP50Ms: 0, latencyP99Ms: 0, batchP50Ms: 0, batchSizeP50: 0, busyMs: 0 };
+  return all.reduce(
+    (a, f) => ({
+      arrivals: a.arrivals + f.arrivals,
+      served: a.served + f.served,
+      errors: a.errors + f.errors,
+      batches: a.batches + f.batches,
+      sloMisses: a.sloMisses + f.sloMisses,
+      latencyP50Ms: Math.max(a.latencyP50Ms, f.latencyP50Ms),
+      latencyP99Ms: Math.max(a.latencyP99Ms, f.latencyP99Ms),
+      batchP50Ms: Math.max(a.batchP50Ms, f.batchP50Ms),
+      batchSizeP50: Math.max(a.batchSizeP50, f.batchSizeP50),
+      busyMs: a.busyMs + f.busyMs,
+    }),
+    zero,
+  );
 }

@@ -16,6 +16,8 @@ import type { MetadataStore } from "@sloserve/store";
 import type { BackendFactory } from "./backend.js";
 import { VariantInstance } from "./instance.js";
 import { runProfile } from "./profiler.js";
+import { mergeFigures } from "./stats.js";
+import { nextState, profiledLatencyAt, type VariantStateMemory } from "@sloserve/policy";
 
 /**
  * A worker process ("VM" in INFaaS terms): holds several variant instances, obeys load/unload
@@ -36,7 +38,8 @@ export interface WorkerOptions {
 const json = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
 
 export class Worker {
-  private readonly instances = new Map<string, VariantInstance>();
+  private readonly instances = new Map<string, VariantInstance[]>();
+  private readonly memories = new Map<string, VariantStateMemory>();
   private readonly states = new Map<string, VariantState>();
   private commands: ConsumerMessages | undefined;
   private profileJobs: ConsumerMessages | undefined;
@@ -146,8 +149,9 @@ export class Worker {
     const started = Date.now();
     let error: string | undefined;
     try {
-      if (command.action === "load") await this.load(command.variant, command.reason);
-      else await this.unload(command.variant, command.reason);
+      if (command.action === "load") await this.load(command.variant, command.reason, 1, true);
+      else if (command.action === "add") await this.load(command.variant, command.reason, command.count ?? 1, false);
+      else await this.unload(command.variant, command.reason, command.count);
     } catch (err) {
       error = (err as Error).message;
       this.log.error({ err, command }, "scale command failed");
@@ -157,45 +161,109 @@ export class Worker {
     return result;
   }
 
-  async load(variantName: string, reason: string): Promise<void> {
-    if (this.states.has(variantName)) return; // already loaded or loading: loads are idempotent
+  /**
+   * Loads `count` instances of a variant (each its own engine session pulling from the variant's
+   * shared queue). With `ensure`, loads only if none is loaded or loading (idempotent on-demand loads).
+   */
+  async load(variantName: string, reason: string, count: number, ensure: boolean): Promise<void> {
+    if (ensure && this.states.has(variantName)) return;
     const variant = await this.store.getVariant(variantName);
     if (!variant) throw new Error(`unknown variant ${variantName}`);
     if (variant.hardware !== this.hardware) throw new Error(`variant ${variantName} needs ${variant.hardware}, this worker is ${this.hardware}`);
-    await this.setState(variant.name, variant.model, "loading", reason);
+    const existing = this.instances.get(variant.name) ?? [];
+    if (existing.length === 0) await this.setState(variant.name, variant.model, "loading", reason);
     try {
       const bytes = await this.bus.models.getBlob(variant.object);
       if (!bytes) throw new Error(`model binary ${variant.object} is missing from the repository`);
-      const backend = await this.backends.load(bytes, { threads: variant.threads });
-      const instance = new VariantInstance(variant, backend, this.bus, { id: this.id, hardware: this.hardware }, this.log.child({ variant: variant.name }));
-      await instance.start();
-      this.instances.set(variant.name, instance);
-      await this.setState(variant.name, variant.model, "active", "loaded");
+      for (let i = 0; i < count; i++) {
+        const backend = await this.backends.load(bytes, { threads: variant.threads });
+        const instance = new VariantInstance(variant, backend, this.bus, { id: this.id, hardware: this.hardware }, this.log.child({ variant: variant.name }));
+        await instance.start();
+        this.instances.set(variant.name, [...(this.instances.get(variant.name) ?? []), instance]);
+      }
+      if (existing.length === 0) {
+        this.memories.set(variant.name, { state: "active", sinceMs: Date.now(), slowCount: 0 });
+        await this.setState(variant.name, variant.model, "active", `loaded: ${reason}`);
+      } else this.log.info({ variant: variant.name, instances: this.instances.get(variant.name)?.length, reason }, "instances added");
     } catch (err) {
-      await this.setState(variant.name, variant.model, "inactive", `load failed: ${(err as Error).message}`);
+      if (!this.instances.get(variant.name)?.length) await this.setState(variant.name, variant.model, "inactive", `load failed: ${(err as Error).message}`);
       throw err;
     }
   }
 
-  async unload(variantName: string, reason: string): Promise<void> {
-    const instance = this.instances.get(variantName);
-    if (!instance) return;
-    await this.setState(variantName, instance.variant.model, "unloading", reason);
-    this.instances.delete(variantName);
-    await instance.stop();
-    await this.setState(variantName, instance.variant.model, "inactive", reason);
+  /** Removes `count` instances of a variant (all when undefined); the last one makes it Inactive. */
+  async unload(variantName: string, reason: string, count?: number): Promise<void> {
+    const list = this.instances.get(variantName);
+    if (!list?.length) return;
+    const n = Math.min(count ?? list.length, list.length);
+    const model = list[0]?.variant.model ?? "";
+    const removing = list.slice(list.length - n);
+    const keep = list.slice(0, list.length - n);
+    if (keep.length === 0) await this.setState(variantName, model, "unloading", reason);
+    this.instances.set(variantName, keep);
+    for (const instance of removing) await instance.stop();
+    if (keep.length === 0) {
+      this.instances.delete(variantName);
+      this.memories.delete(variantName);
+      await this.setState(variantName, model, "inactive", reason);
+    } else this.log.info({ variant: variantName, instances: keep.length, reason }, "instances removed");
   }
 
+  /**
+   * The worker's one-second report. Each variant's state follows from what it did this second
+   * (INFaaS §4.1, libs/policy variant-state): Overloaded at or above its profiled peak throughput,
+   * Interfered when its batches run 20% slower than profiled for 3 s in a row.
+   */
   buildReport(): WorkerReport {
     const now = Date.now();
     const windowMs = Math.max(1, now - this.lastReportMs);
     this.lastReportMs = now;
+    const transitions: Array<{ variant: string; model: string; state: VariantState; reason: string }> = [];
     const variants = [...this.states.entries()].map(([name, state]) => {
-      const instance = this.instances.get(name);
-      const s = instance ? instance.stats.take(windowMs) : { arrivals: 0, served: 0, errors: 0, batches: 0, latencyP50Ms: 0, latencyP99Ms: 0, utilisation: 0 };
-      return { variant: name, state, queueLength: instance?.queueLength ?? 0, ...s };
+      const list = this.instances.get(name) ?? [];
+      const f = mergeFigures(list.map((i) => i.stats.take()));
+      const perSecond = 1000 / windowMs;
+      const variant = list[0]?.variant;
+      let current = state;
+      const memory = this.memories.get(name);
+      if (variant?.profile && memory && (state === "active" || state === "overloaded" || state === "interfered")) {
+        const step = nextState(
+          memory,
+          {
+            loaded: true,
+            loading: false,
+            qps: f.arrivals * perSecond,
+            peakQps: variant.profile.peakQps * list.length,
+            observedP50Ms: f.batches > 0 ? f.batchP50Ms : null,
+            profiledMs: profiledLatencyAt(variant.profile.latencyMs, Math.max(1, Math.round(f.batchSizeP50))),
+          },
+          now,
+        );
+        this.memories.set(name, step.memory);
+        if (step.changed) {
+          current = step.memory.state;
+          transitions.push({ variant: name, model: variant.model, state: current, reason: step.reason });
+        }
+      }
+      return {
+        variant: name,
+        state: current,
+        instances: list.length,
+        queueLength: list.reduce((sum, i) => sum + i.queueLength, 0),
+        arrivals: Math.round(f.arrivals * perSecond),
+        served: Math.round(f.served * perSecond),
+        errors: f.errors,
+        batches: f.batches,
+        sloMisses: f.sloMisses,
+        latencyP50Ms: f.latencyP50Ms,
+        latencyP99Ms: f.latencyP99Ms,
+        batchP50Ms: f.batchP50Ms,
+        batchSizeP50: f.batchSizeP50,
+        utilisation: f.busyMs / windowMs,
+      };
     });
-    const threadsUsed = [...this.instances.values()].reduce((sum, i) => sum + i.variant.threads, 0);
+    for (const t of transitions) void this.setState(t.variant, t.model, t.state, t.reason).catch((err) => this.log.warn({ err }, "state publish failed"));
+    const threadsUsed = [...this.instances.values()].flat().reduce((sum, i) => sum + i.variant.threads, 0);
     const mem = process.memoryUsage();
     return {
       worker: this.id,

@@ -25,3 +25,4 @@ export * from "./baselines-cg.js";
 export * from "./baselines-autoscale.js";
 export * from "./variant-generator.js";
 export * from "./profiling.js";
+export * from "./variant-price.js";

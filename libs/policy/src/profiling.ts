@@ -66,3 +66,26 @@ export function top1Accuracy(scores: ArrayLike<number>, classes: number, labels:
   }
   return right / rows;
 }
+
+/**
+ * Profiled latency of a batch of `size` queries: the latency of the smallest profiled batch size
+ * that holds it (profiles are measured at powers of two), or of the largest one profiled.
+ */
+export function profiledLatencyAt(latencyMs: Readonly<Record<string, number>>, size: number): number {
+  let best: number | undefined;
+  let bestSize = Infinity;
+  let largestSize = 0;
+  let largest = 0;
+  for (const [k, ms] of Object.entries(latencyMs)) {
+    const b = Number(k);
+    if (b >= size && b < bestSize) {
+      bestSize = b;
+      best = ms;
+    }
+    if (b > largestSize) {
+      largestSize = b;
+      largest = ms;
+    }
+  }
+  return best ?? largest;
+}

@@ -85,6 +85,7 @@ export function sampleNormal(rng: Rng): number {
  */
 export function sampleGamma(rng: Rng, shape: number, scale: number): number {
   if (shape <= 0 || !Number.isFinite(shape)) throw new RangeError(`gamma shape must be > 0, got ${shape}`);
+  if (shape === 1) return -Math.log(open01(rng)) * scale; // exponential
   if (shape < 1) {
     const g = sampleGamma(rng, shape + 1, 1);
     return g * Math.pow(open01(rng), 1 / shape) * scale;

@@ -126,6 +126,13 @@ export function costPerQuery(v: VariantProfile): number {
 
 const INACTIVE: VariantRuntime = { state: "inactive", instances: 0, qps: 0, workers: [] };
 
+interface Reasons {
+  active: string;
+  loading: string;
+  load: string;
+  degraded: string;
+}
+
 interface Entry {
   v: VariantProfile;
   cost: number;
@@ -133,6 +140,26 @@ interface Entry {
   loadPlusInfer: number;
   rt: VariantRuntime;
   active: boolean;
+  /** Decision reasons, built once per variant (selection runs per query). */
+  reasons: Reasons;
+}
+
+function makeEntry(v: VariantProfile, rt: VariantRuntime): Entry {
+  const latency = variantLatencyMs(v);
+  return {
+    v,
+    cost: costPerQuery(v),
+    latency,
+    loadPlusInfer: v.loadLatencyMs + latency,
+    rt,
+    active: false,
+    reasons: {
+      active: `cheapest active variant meeting the query (${v.name}: ${latency} ms, accuracy ${pct(v.accuracy)})`,
+      loading: `no active variant meets the query; ${v.name} is loading`,
+      load: `no active variant meets the query; load ${v.name} (${v.loadLatencyMs} ms load + ${latency} ms inference, the lowest)`,
+      degraded: `every variant meeting the query is overloaded or interfered; queued on ${v.name} (most headroom) while it scales`,
+    },
+  };
 }
 
 interface AppIndex {
@@ -234,8 +261,7 @@ export class SelectionIndex {
     const old = this.entries.get(v.name);
     const rt = old?.rt ?? INACTIVE;
     if (old) this.removeVariant(v.name);
-    const latency = variantLatencyMs(v);
-    const e: Entry = { v, cost: costPerQuery(v), latency, loadPlusInfer: v.loadLatencyMs + latency, rt, active: false };
+    const e = makeEntry(v, rt);
     this.entries.set(v.name, e);
     let app = this.apps.get(v.app);
     if (!app) {
@@ -310,7 +336,7 @@ export class SelectionIndex {
         kind: "active",
         variant: pick.v,
         ...(worker !== undefined ? { worker } : {}),
-        reason: `cheapest active variant meeting the query (${pick.v.name}: ${pick.latency} ms, accuracy ${pct(pick.v.accuracy)})`,
+        reason: pick.reasons.active,
       };
     }
     // 2. Loading (lowest inference latency), then Inactive (lowest load + inference latency).
@@ -335,7 +361,7 @@ export class SelectionIndex {
         variant: loading.v,
         ...(worker !== undefined ? { worker } : {}),
         alreadyLoading: true,
-        reason: `no active variant meets the query; ${loading.v.name} is loading`,
+        reason: loading.reasons.loading,
       };
     }
     if (inactive) {
@@ -345,7 +371,7 @@ export class SelectionIndex {
         variant: inactive.v,
         ...(worker !== undefined ? { worker } : {}),
         alreadyLoading: false,
-        reason: `no active variant meets the query; load ${inactive.v.name} (${inactive.v.loadLatencyMs} ms load + ${inactive.latency} ms inference, the lowest)`,
+        reason: inactive.reasons.load,
       };
     }
     // 3. Every feasible variant is loaded but Overloaded/Interfered: queue on the most headroom.
@@ -356,7 +382,7 @@ export class SelectionIndex {
         variant: degraded.v,
         ...(worker !== undefined ? { worker } : {}),
         degraded: true,
-        reason: `every variant meeting the query is overloaded or interfered; queued on ${degraded.v.name} (most headroom) while it scales`,
+        reason: degraded.reasons.degraded,
       };
     }
     return infeasible(app, idx.all, req);
@@ -397,9 +423,9 @@ export function selectVariant(
   const all: Entry[] = [];
   for (const v of variants) {
     if (v.app !== app) continue;
-    const latency = variantLatencyMs(v);
-    const rt = runtimes.get(v.name) ?? INACTIVE;
-    all.push({ v, cost: costPerQuery(v), latency, loadPlusInfer: v.loadLatencyMs + latency, rt, active: rt.state === "active" && v.profiled });
+    const e = makeEntry(v, runtimes.get(v.name) ?? INACTIVE);
+    e.active = e.rt.state === "active" && v.profiled;
+    all.push(e);
   }
   if (all.length === 0) return { kind: "infeasible", closest: null, reason: `unknown app "${app}": no variants registered` };
   let pick: Entry | undefined;

@@ -7,8 +7,8 @@
  *  2. variants on that kind are Interfered on all its workers;
  *  3. more than 80% of the workers of that kind have an Overloaded variant;
  *  4. the model autoscalers asked for placements (`place-elsewhere`) that no running worker could take.
- * While a worker of that kind is still booting, no second one is added for the same rule (the booting one
- * is the answer; VMs take 20-30 s to start).
+ * While a worker of that kind is still booting (or is being launched this tick as a replacement), no
+ * second one is added (the booting one is the answer; VMs take 20-30 s to start).
  *
  * Replace a worker whose heartbeat is older than `heartbeatTimeoutMs` (§7): a new one of the same kind,
  * with the variants the lost one ran (from the metadata store) to restore.
@@ -127,7 +127,8 @@ export function vmAutoscale(ctx: VmAutoscalerContext): VmAutoscalerResult {
   for (const kind of [...kinds].sort()) {
     const all = ctx.workers.filter((w) => w.kind === kind && !lost.has(w.name));
     const up = all.filter((w) => !w.booting);
-    const booting = all.length - up.length;
+    // A replacement launched this tick is booting capacity of its kind too.
+    const booting = all.length - up.length + ctx.workers.filter((w) => w.kind === kind && lost.has(w.name)).length;
     const pending = (ctx.pending ?? []).filter((p) => p.kind === kind);
     const reasons: string[] = [];
     if (up.length > 0 && up.every((w) => w.utilization > cfg.utilizationThreshold)) {

@@ -38,6 +38,12 @@ describe("vm-autoscaler", () => {
     expect(r.decisions).toEqual([{ action: "replace", worker: "g1", kind: "gpu", restore: ["a", "b"], reason: "heartbeat lost for 15 s (> 10 s): replace it and restore 2 variant(s)" }]);
   });
 
+  it("vm-autoscaler - a replacement counts as booting capacity", () => {
+    // g1 is lost and the placements it left behind want a gpu worker: the replacement is that worker.
+    const r = vmAutoscale({ nowMs: 30_000, workers: [w("g1", { lastHeartbeatMs: 0 })], pending: [{ kind: "gpu", variant: "v", count: 1 }] });
+    expect(brief(r)).toEqual(["replace g1", "hold gpu"]);
+  });
+
   it("vm-autoscaler - removes a worker idle for 5 min when the rest covers 1.2 × forecast", () => {
     const workers = [w("g1", { serving: false }), w("g2", { capacityQps: 100 })];
     let state: VmAutoscalerState = { idleSinceMs: {} };

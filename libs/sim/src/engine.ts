@@ -148,8 +148,8 @@ export interface SimResult {
   functionInvocations: number;
   coldStarts: number;
   queues: Array<{ name: string; arrived: number; served: number; maxReplicas: number }>;
-  /** Per second: arrivals, completions, SLO misses (late completions + drops). */
-  series: { arrivals: number[]; completed: number[]; missed: number[]; dropped: number[] };
+  /** Per second: arrivals, completions, completions within the SLO, misses (late completions + drops), drops. */
+  series: { arrivals: number[]; completed: number[]; met: number[]; missed: number[]; dropped: number[] };
   samples: Sample[];
   events: number;
 }
@@ -177,6 +177,8 @@ interface Stream {
   index: number;
   spec: StreamSpec;
   rng: Rng;
+  /** Stats of the stream's app (queries may not change app). */
+  stats: AppStats | null;
 }
 
 interface Ticker {
@@ -218,6 +220,7 @@ export class Simulator {
   private readonly latency = new LatencySample();
   private readonly arrivalSeries = new BinCounter();
   private readonly completedSeries = new BinCounter();
+  private readonly metSeries = new BinCounter();
   private readonly missedSeries = new BinCounter();
   private readonly droppedSeries = new BinCounter();
   private readonly samples: Sample[] = [];
@@ -239,7 +242,7 @@ export class Simulator {
 
   addStream(spec: StreamSpec): void {
     const index = this.streams.length;
-    this.streams.push({ index, spec, rng: createRng((this.seedBase * 1_000_003 + index * 7919 + 17) | 0) });
+    this.streams.push({ index, spec, rng: createRng((this.seedBase * 1_000_003 + index * 7919 + 17) | 0), stats: null });
   }
 
   setRouter(router: Router): void {
@@ -286,9 +289,10 @@ export class Simulator {
     if (m.state === "terminated") return;
     m.billedToMs ??= this.nowMs;
     m.state = "terminated";
+    m.failed = true;
     for (const r of [...m.replicas]) {
       const lost: Query[] = [];
-      for (const b of r.batches) {
+      for (const b of [...r.batches]) {
         b.cancelled = true;
         lost.push(...b.queries);
         r._finish(b, this.nowMs);
@@ -494,9 +498,15 @@ export class Simulator {
     this.arrivals++;
     this.inFlight++;
     this.arrivalSeries.add(t);
-    this.app(q.app).arrivals++;
+    s.stats ??= this.app(spec.app);
+    this.statsOf(q).arrivals++;
     this.scheduleArrival(s);
     this.route(q, this.router(q, null, "arrival", this));
+  }
+
+  private statsOf(q: Query): AppStats {
+    const s = this.streams[q.stream];
+    return s?.stats && q.app === s.spec.app ? s.stats : this.app(q.app);
   }
 
   private app(name: string): AppStats {
@@ -542,10 +552,11 @@ export class Simulator {
     this.completed++;
     this.latency.add(lat);
     this.completedSeries.add(this.nowMs);
-    const a = this.app(q.app);
+    const a = this.statsOf(q);
     a.completed++;
     a.latency.add(lat);
     if (lat <= q.sloMs + 1e-9) {
+      this.metSeries.add(this.nowMs);
       this.sloMet++;
       a.sloMet++;
     } else {
@@ -562,7 +573,7 @@ export class Simulator {
     this.droppedByReason[reason] = (this.droppedByReason[reason] ?? 0) + 1;
     this.droppedSeries.add(this.nowMs);
     this.missedSeries.add(this.nowMs);
-    this.app(q.app).dropped++;
+    this.statsOf(q).dropped++;
   }
 
   private invoke(q: Query, pool: FunctionPool): void {
@@ -761,6 +772,7 @@ export class Simulator {
       series: {
         arrivals: pad(this.arrivalSeries),
         completed: pad(this.completedSeries),
+        met: pad(this.metSeries),
         missed: pad(this.missedSeries),
         dropped: pad(this.droppedSeries),
       },

@@ -63,6 +63,8 @@ export class Machine {
   readonly used: ResourceMap = {};
   /** Multiplies the service time of every batch on this machine (interference); 1 = as profiled. */
   slowdown = 1;
+  /** Set when the machine was lost (killMachine) rather than terminated. */
+  failed = false;
   readonly type: string;
   readonly kind: string;
   readonly pricePerS: number;
@@ -169,7 +171,8 @@ export class Replica {
   inFlight = 0;
   /** Multiplies this replica's service times (interference injected by a scenario); 1 = as profiled. */
   slowdown = 1;
-  readonly batches = new Set<Batch>();
+  /** Batches running now (at most `concurrency`). */
+  readonly batches: Batch[] = [];
   readonly lat: Float64Array;
   readonly maxBatch: number;
   readonly waitMs: number;
@@ -221,7 +224,7 @@ export class Replica {
   _start(b: Batch): void {
     this.inFlight++;
     this.inFlightStartSum += b.startMs;
-    this.batches.add(b);
+    this.batches.push(b);
   }
 
   /** @internal engine bookkeeping */
@@ -229,7 +232,11 @@ export class Replica {
     this.inFlight--;
     this.inFlightStartSum -= b.startMs;
     this.busyMs += nowMs - b.startMs;
-    this.batches.delete(b);
+    const i = this.batches.indexOf(b);
+    if (i >= 0) {
+      this.batches[i] = this.batches[this.batches.length - 1] as Batch;
+      this.batches.pop();
+    }
   }
 }
 

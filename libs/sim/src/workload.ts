@@ -144,6 +144,7 @@ export class ScheduledArrivals implements ArrivalProcess {
   private readonly shape: number;
   private bin = 0;
   private t: number;
+  private first = true;
 
   constructor(
     private readonly schedule: RateSchedule,
@@ -157,8 +158,10 @@ export class ScheduledArrivals implements ArrivalProcess {
   }
 
   next(rng: Rng): number | null {
-    // A gap measured in expected arrivals (mean 1).
-    let g = this.shape === Infinity ? 1 : sampleGamma(rng, this.shape, 1 / this.shape);
+    // A gap measured in expected arrivals (mean 1). With CV = 0 the first gap is half a gap, so evenly
+    // spaced arrivals sit in the middle of their slots and a bin of rate r holds exactly r·width of them.
+    let g = this.shape === Infinity ? (this.first ? 0.5 : 1) : sampleGamma(rng, this.shape, 1 / this.shape);
+    this.first = false;
     const { binMs, rates } = this.schedule;
     while (this.bin < rates.length) {
       const ratePerMs = (rates[this.bin] ?? 0) / 1000;

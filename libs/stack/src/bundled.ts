@@ -17,12 +17,12 @@ export interface BundledModel {
 
 const ocr = join(REPO_ROOT, "node_modules", "@gutenye", "ocr-models", "assets");
 
-/** PaddleOCR PP-OCRv4: detection → direction classifier → recognition. */
+/** PaddleOCR PP-OCRv4: detection → direction classifier → recognition (one app per task: their inputs differ). */
 export function ocrModels(): BundledModel[] {
   return [
-    { app: "ocr", name: "ocr-det", task: "text-detection", dataset: "paddleocr", path: join(ocr, "ch_PP-OCRv4_det_infer.onnx"), profileShape: { x: [3, 320, 320] } },
-    { app: "ocr", name: "ocr-cls", task: "text-direction", dataset: "paddleocr", path: join(ocr, "ch_ppocr_mobile_v2.0_cls_infer.onnx"), profileShape: { x: [3, 48, 192] } },
-    { app: "ocr", name: "ocr-rec", task: "text-recognition", dataset: "paddleocr", path: join(ocr, "ch_PP-OCRv4_rec_infer.onnx"), profileShape: { x: [3, 48, 320] } },
+    { app: "ocr-det", name: "ocr-det", task: "text-detection", dataset: "paddleocr", path: join(ocr, "ch_PP-OCRv4_det_infer.onnx"), profileShape: { x: [3, 320, 320] } },
+    { app: "ocr-cls", name: "ocr-cls", task: "text-direction", dataset: "paddleocr", path: join(ocr, "ch_ppocr_mobile_v2.0_cls_infer.onnx"), profileShape: { x: [3, 48, 192] } },
+    { app: "ocr-rec", name: "ocr-rec", task: "text-recognition", dataset: "paddleocr", path: join(ocr, "ch_PP-OCRv4_rec_infer.onnx"), profileShape: { x: [3, 48, 320] } },
   ];
 }
 

@@ -72,6 +72,11 @@ export class Catalog {
     this.variantsByModel.set(v.model, list);
   }
 
+  /** Models of an app, in name order. */
+  modelsOfApp(app: string): ModelRecord[] {
+    return [...this.models.values()].filter((m) => m.app === app).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
   /** The model from memory, else from Redis (then remembered). */
   async getModel(name: string): Promise<ModelRecord | undefined> {
     const known = this.models.get(name);

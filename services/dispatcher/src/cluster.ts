@@ -69,6 +69,11 @@ export class ClusterView {
     }
   }
 
+  /** Arrivals per second of a variant on one worker, from that worker's latest report. */
+  variantQpsOn(variant: string, worker: string): number {
+    return this.workers.get(worker)?.report.variants.find((v) => v.variant === variant)?.arrivals ?? 0;
+  }
+
   count(variant: string, state: VariantState): number {
     let n = 0;
     for (const s of this.instances.get(variant)?.values() ?? []) if (s === state) n++;

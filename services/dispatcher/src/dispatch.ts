@@ -12,6 +12,7 @@ import {
   headers,
   inferRequestSchema,
   isDatatype,
+  sloSchema,
   subjects,
   tensorFromJsonData,
   type ModelRecord,
@@ -23,6 +24,8 @@ import { makeHeaders, replyError, type Bus, type Logger } from "@sloserve/bus";
 import type { Catalog } from "@sloserve/store";
 import { chooseWorker, routeModelQuery, pricePerSecond, DEFAULT_TYPE_FOR_KIND, type RouteCandidate } from "@sloserve/policy";
 import type { ClusterView } from "./cluster.js";
+import type { SelectionView } from "./selection-view.js";
+import type { ArrivalCounter } from "./arrivals.js";
 
 /** Default time a query may take end to end when the caller gives no deadline. */
 export const DEFAULT_TIMEOUT_MS = 30_000;
@@ -31,7 +34,7 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
  * Converts a query's payload into the binary tensor encoding, checking it against the model's
  * input signature. Accepts binary ("wire") payloads and Open Inference Protocol JSON.
  */
-export function normalisePayload(msg: Msg, signature: readonly TensorSpec[]): { payload: Uint8Array; json: boolean } {
+export function normalisePayload(msg: Msg, signature: readonly TensorSpec[]): { payload: Uint8Array; json: boolean; body?: Record<string, unknown> } {
   const type = msg.headers?.get(headers.contentType);
   if (type === contentTypes.wire) {
     const { meta } = decodeWireMeta(msg.data);
@@ -52,7 +55,7 @@ export function normalisePayload(msg: Msg, signature: readonly TensorSpec[]): { 
   }
   checkInputs(inputs.map((i) => ({ name: i.name, datatype: i.datatype, shape: i.shape, length: countData(i.data) })), signature);
   const tensors = inputs.map((i) => tensorFromJsonData(i.name, i.datatype as never, i.shape, i.data));
-  return { payload: encodeTensors(tensors, parsed.data.id ? { id: parsed.data.id } : {}), json: true };
+  return { payload: encodeTensors(tensors, parsed.data.id ? { id: parsed.data.id } : {}), json: true, body: body as Record<string, unknown> };
 }
 
 function countData(data: unknown): number {
@@ -70,6 +73,8 @@ export class Dispatcher {
     private readonly bus: Bus,
     private readonly catalog: Catalog,
     private readonly cluster: ClusterView,
+    private readonly selection: SelectionView,
+    private readonly arrivals: ArrivalCounter,
     private readonly log: Logger,
   ) {}
 
@@ -132,7 +137,48 @@ export class Dispatcher {
     if (decision.kind === "load" && !this.requestLoad(variant, `query for ${modelName}`, now)) {
       throw new ServeError(ErrorCode.noCapacity, `no ${variant.hardware} worker can load ${variant.name}`);
     }
+    this.arrivals.count(model.app, model.name, undefined);
     await this.enqueue(msg, variant, payload, json, now);
+  }
+
+  /**
+   * A model-less query (INFaaS Algorithm 1): the caller names the app and its requirements; the
+   * selection index picks the variant. Requirements come from the JSON body's `slo` or, for binary
+   * queries, from the x-slo-* headers.
+   */
+  async handleAppQuery(msg: Msg, app: string): Promise<void> {
+    const models = this.catalog.modelsOfApp(app);
+    const first = models[0];
+    if (!first) throw new ServeError(ErrorCode.unknownApp, `no app named '${app}' (it has no models)`);
+    const now = Date.now();
+    const { payload, json, body } = normalisePayload(msg, first.inputs);
+    const slo = json ? body?.["slo"] : {
+      latency_ms: Number(msg.headers?.get(headers.sloLatencyMs)),
+      min_accuracy: msg.headers?.get(headers.sloMinAccuracy) ? Number(msg.headers.get(headers.sloMinAccuracy)) : undefined,
+      max_cost: msg.headers?.get(headers.sloMaxCost) ? Number(msg.headers.get(headers.sloMaxCost)) : undefined,
+    };
+    const parsed = sloSchema.safeParse(slo);
+    if (!parsed.success) throw new ServeError(ErrorCode.badRequest, `a model-less query needs its requirements: slo.${describeZodError(parsed.error)}`);
+    const req = { latencyMs: parsed.data.latency_ms, minAccuracy: parsed.data.min_accuracy, maxCostPerQuery: parsed.data.max_cost };
+    const decision = this.selection.index.select(app, req);
+    if (decision.kind === "infeasible") {
+      this.arrivals.countInfeasible(app);
+      const c = decision.closest;
+      throw new ServeError(
+        ErrorCode.infeasible,
+        c
+          ? `no variant of app '${app}' meets the requirements (${decision.reason}); the closest is ${c.variant}: accuracy ${c.accuracy}, latency ${c.latency_ms} ms, $${c.cost_per_query.toPrecision(3)} per query`
+          : `no variant of app '${app}' meets the requirements: ${decision.reason}`,
+        { closest: c, requested: parsed.data },
+      );
+    }
+    const variant = this.catalog.variants.get(decision.variant.name);
+    if (!variant) throw new ServeError(ErrorCode.internal, `selected variant ${decision.variant.name} is not in the catalog`);
+    if (decision.kind === "load" && !decision.alreadyLoading && !this.requestLoad(variant, `model-less query for ${app}: ${decision.reason}`, now)) {
+      throw new ServeError(ErrorCode.noCapacity, `no ${variant.hardware} worker can load ${variant.name}`);
+    }
+    this.arrivals.count(app, variant.model, req.latencyMs);
+    await this.enqueue(msg, variant, payload, json, now, req.latencyMs);
   }
 
   async handleVariantQuery(msg: Msg, variantName: string): Promise<void> {
@@ -145,11 +191,12 @@ export class Dispatcher {
     if (c.activeInstances === 0 && c.loadingInstances === 0 && !this.requestLoad(variant, `query for variant ${variantName}`, now)) {
       throw new ServeError(ErrorCode.noCapacity, `no ${variant.hardware} worker can load ${variant.name}`);
     }
+    this.arrivals.count(model.app, model.name, undefined);
     await this.enqueue(msg, variant, payload, json, now);
   }
 
   /** Puts the query on the variant's JetStream queue; the executor answers the caller directly. */
-  private async enqueue(msg: Msg, variant: VariantRecord, payload: Uint8Array, json: boolean, nowMs: number): Promise<void> {
+  private async enqueue(msg: Msg, variant: VariantRecord, payload: Uint8Array, json: boolean, nowMs: number, sloMs?: number): Promise<void> {
     if (!msg.reply) throw new ServeError(ErrorCode.badRequest, "queries must be sent as requests (with a reply subject)");
     const h = msg.headers;
     const deadline = Number(h?.get(headers.deadline)) || nowMs + DEFAULT_TIMEOUT_MS;
@@ -163,6 +210,7 @@ export class Dispatcher {
           [headers.accept]: accept,
           [headers.receivedAt]: Number(h?.get(headers.receivedAt)) || nowMs,
           [headers.enqueuedAt]: Date.now(),
+          [headers.sloLatencyMs]: sloMs,
         }),
       });
     } catch (err) {
@@ -174,7 +222,7 @@ export class Dispatcher {
   handle(msg: Msg): void {
     const requestId = msg.headers?.get(headers.requestId) || undefined;
     const [, kind, name] = msg.subject.split(".");
-    const work = kind === "model" ? this.handleModelQuery(msg, name ?? "") : this.handleVariantQuery(msg, name ?? "");
+    const work = kind === "app" ? this.handleAppQuery(msg, name ?? "") : kind === "model" ? this.handleModelQuery(msg, name ?? "") : this.handleVariantQuery(msg, name ?? "");
     work.catch((err) => {
       if (!(err instanceof ServeError) || err.code === ErrorCode.internal) this.log.error({ err, requestId }, "dispatch failed");
       else this.log.debug({ requestId, code: err.code, message: err.message }, "query refused");

@@ -1,7 +1,10 @@
 import { DISPATCHER_QUEUE, commonEnvSchema, compileOptions, stateEventSchema, subjects, workerReportSchema } from "@sloserve/contracts";
 import { connectBus, runService } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
+import { randomBytes } from "node:crypto";
 import { ClusterView } from "./cluster.js";
+import { SelectionView } from "./selection-view.js";
+import { ArrivalCounter } from "./arrivals.js";
 import { Dispatcher } from "./dispatch.js";
 
 /**
@@ -16,14 +19,27 @@ await runService("dispatcher", process.env, async (log) => {
   const store = MetadataStore.connect(options.REDIS_URL);
   const catalog = new Catalog(store);
   const cluster = new ClusterView();
-  const dispatcher = new Dispatcher(bus, catalog, cluster, log);
+  const selection = new SelectionView();
+  const id = `dispatcher-${randomBytes(3).toString("hex")}`;
+  const arrivals = new ArrivalCounter(Date.now(), id);
+  const dispatcher = new Dispatcher(bus, catalog, cluster, selection, arrivals, log);
+  const syncModel = (model: string): void => {
+    for (const v of catalog.variantsByModel.get(model) ?? []) selection.upsert(v);
+  };
 
   // Subscribe before reading the snapshot so nothing falls between the two.
   const subs = [
     bus.nc.subscribe(subjects.registryEvents, {
       callback: (_err, msg) => {
         try {
-          catalog.applyEvent(msg.subject, msg.json());
+          const [, , kind, model] = msg.subject.split(".");
+          const before = new Set((catalog.variantsByModel.get(model ?? "") ?? []).map((v) => v.name));
+          if (catalog.applyEvent(msg.subject, msg.json())) {
+            const after = new Set((catalog.variantsByModel.get(model ?? "") ?? []).map((v) => v.name));
+            for (const name of before) if (!after.has(name)) selection.remove(name);
+            if (kind !== "unregistered") syncModel(model ?? "");
+            selection.refreshRuntime(cluster);
+          }
         } catch (err) {
           log.warn({ err, subject: msg.subject }, "ignoring malformed registry event");
         }
@@ -35,29 +51,37 @@ await runService("dispatcher", process.env, async (log) => {
         if (!parsed.success) return;
         cluster.applyState(parsed.data);
         if (parsed.data.state !== "loading") dispatcher.settled(parsed.data.variant);
+        selection.refreshRuntime(cluster);
       },
     }),
     bus.nc.subscribe(subjects.workerMetricsAll, {
       callback: (_err, msg) => {
         const parsed = workerReportSchema.safeParse(msg.json());
-        if (parsed.success) cluster.applyReport(parsed.data, Date.now());
+        if (!parsed.success) return;
+        cluster.applyReport(parsed.data, Date.now());
+        selection.refreshRuntime(cluster);
       },
     }),
   ];
   await catalog.load();
+  for (const model of catalog.models.keys()) syncModel(model);
   cluster.seed(await store.listInstances(), await store.listWorkers(), Date.now());
-  const pruner = setInterval(() => {
-    for (const worker of cluster.prune(Date.now())) log.warn({ worker }, "worker heartbeat lost");
+  selection.refreshRuntime(cluster);
+  const ticker = setInterval(() => {
+    const now = Date.now();
+    for (const worker of cluster.prune(now)) log.warn({ worker }, "worker heartbeat lost");
+    for (const report of arrivals.take(now)) bus.nc.publish(subjects.arrivals(report.app), JSON.stringify(report));
   }, 1000);
 
   const queries = [
+    bus.nc.subscribe("infer.app.*", { queue: DISPATCHER_QUEUE, callback: (_err, msg) => dispatcher.handle(msg) }),
     bus.nc.subscribe("infer.model.*", { queue: DISPATCHER_QUEUE, callback: (_err, msg) => dispatcher.handle(msg) }),
     bus.nc.subscribe("infer.variant.*", { queue: DISPATCHER_QUEUE, callback: (_err, msg) => dispatcher.handle(msg) }),
   ];
   return {
-    info: { models: catalog.models.size, workers: cluster.workers.size },
+    info: { dispatcher: id, models: catalog.models.size, workers: cluster.workers.size },
     async stop() {
-      clearInterval(pruner);
+      clearInterval(ticker);
       for (const s of [...queries, ...subs]) s.unsubscribe();
       await bus.close();
       await store.close();

@@ -8,6 +8,8 @@ import {
   headers,
   httpStatusOf,
   isErrorCode,
+  sloSchema,
+  describeZodError,
   subjects,
   contentTypes,
   type ModelRecord,
@@ -128,22 +130,15 @@ export async function buildApp(deps: FrontendDeps) {
   });
 
   // ---- Inference ----
-  app.post<{ Params: { model: string } }>("/v2/models/:model/infer", async (req, reply) => {
-    const model = await modelOr404(req.params.model);
-    const { payload, timeoutMs } = jsonToWire(req.body, model);
-    const requested = (req.body as { outputs?: Array<{ name: string }> }).outputs?.map((o) => o.name);
+  /** Sends a query on the bus and turns the answer (or its error) into the HTTP reply. */
+  const ask = async (subject: string, payload: Uint8Array, requestId: string, timeoutMs: number | undefined, extra: Record<string, string | number | undefined>, requested?: string[]) => {
     const now = Date.now();
     const timeout = Math.min(timeoutMs ?? options.defaultTimeoutMs, 600_000);
     let answer;
     try {
-      answer = await bus.nc.request(subjects.inferModel(model.name), payload, {
+      answer = await bus.nc.request(subject, payload, {
         timeout,
-        headers: makeHeaders({
-          [headers.requestId]: req.id,
-          [headers.contentType]: contentTypes.wire,
-          [headers.deadline]: now + timeout,
-          [headers.receivedAt]: now,
-        }),
+        headers: makeHeaders({ [headers.requestId]: requestId, [headers.contentType]: contentTypes.wire, [headers.deadline]: now + timeout, [headers.receivedAt]: now, ...extra }),
       });
     } catch (err) {
       const e = err as Error;
@@ -153,7 +148,32 @@ export async function buildApp(deps: FrontendDeps) {
     }
     const failure = errorFromReply(answer.headers, answer.data);
     if (failure) throw failure;
-    return reply.type("application/json").send(wireToJson(answer.data, answer.headers?.get(headers.contentType), requested));
+    return wireToJson(answer.data, answer.headers?.get(headers.contentType), requested);
+  };
+
+  app.post<{ Params: { model: string } }>("/v2/models/:model/infer", async (req, reply) => {
+    const model = await modelOr404(req.params.model);
+    const { payload, timeoutMs } = jsonToWire(req.body, model.inputs);
+    const requested = (req.body as { outputs?: Array<{ name: string }> }).outputs?.map((o) => o.name);
+    return reply.type("application/json").send(await ask(subjects.inferModel(model.name), payload, req.id, timeoutMs, {}, requested));
+  });
+
+  // Model-less query (INFaaS): the app and the requirements; the system picks the variant.
+  app.post<{ Params: { app: string } }>("/v1/apps/:app/infer", async (req, reply) => {
+    checkName("app", req.params.app);
+    const slo = sloSchema.safeParse((req.body as { slo?: unknown } | null)?.slo);
+    if (!slo.success) throw new ServeError(ErrorCode.badRequest, `a model-less query needs "slo": {"latency_ms", "min_accuracy"?, "max_cost"?}: ${describeZodError(slo.error)}`);
+    const models = catalog.modelsOfApp(req.params.app);
+    if (models.length === 0) await catalog.load();
+    const first = catalog.modelsOfApp(req.params.app)[0];
+    if (!first) throw new ServeError(ErrorCode.unknownApp, `no app named '${req.params.app}' (it has no models)`);
+    const { payload, timeoutMs } = jsonToWire(req.body, first.inputs);
+    const answer = await ask(subjects.inferApp(req.params.app), payload, req.id, timeoutMs, {
+      [headers.sloLatencyMs]: slo.data.latency_ms,
+      [headers.sloMinAccuracy]: slo.data.min_accuracy,
+      [headers.sloMaxCost]: slo.data.max_cost,
+    });
+    return reply.type("application/json").send(answer);
   });
 
   // ---- Model repository ----

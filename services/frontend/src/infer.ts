@@ -20,7 +20,7 @@ import {
  * the edge: the body is checked against the model's signature here, so bad input gets its 4xx
  * without touching the bus.
  */
-export function jsonToWire(body: unknown, model: ModelRecord): { payload: Uint8Array; id: string | undefined; timeoutMs: number | undefined } {
+export function jsonToWire(body: unknown, signature: ModelRecord["inputs"]): { payload: Uint8Array; id: string | undefined; timeoutMs: number | undefined } {
   const parsed = inferRequestSchema.safeParse(body);
   if (!parsed.success) throw new ServeError(ErrorCode.badRequest, `invalid inference request: ${describeZodError(parsed.error)}`);
   const request = parsed.data;
@@ -32,7 +32,7 @@ export function jsonToWire(body: unknown, model: ModelRecord): { payload: Uint8A
   }
   // Header checks first (name, datatype, shape), then data length and element values.
   const lengths = request.inputs.map((i) => countElements(i.data));
-  checkInputs(request.inputs.map((i, k) => ({ name: i.name, datatype: i.datatype, shape: i.shape, length: lengths[k] as number })), model.inputs);
+  checkInputs(request.inputs.map((i, k) => ({ name: i.name, datatype: i.datatype, shape: i.shape, length: lengths[k] as number })), signature);
   for (const input of request.inputs) tensors.push(tensorFromJsonData(input.name, input.datatype as never, input.shape, input.data));
   const timeout = request.parameters?.["timeout_ms"];
   return {

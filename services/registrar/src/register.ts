@@ -54,6 +54,22 @@ function resolveProfileShape(inputs: readonly TensorSpec[], given: Record<string
   return out;
 }
 
+const describe = (inputs: readonly TensorSpec[]): string => inputs.map((i) => `${i.name} ${i.datatype}[${i.shape.join(", ")}]`).join(", ");
+
+/**
+ * A model-less query names the app, not the model, so every model of an app must take the same
+ * inputs: same names, datatypes and shapes (dynamic dimensions included).
+ */
+async function checkAppSignature(store: MetadataStore, app: string, inputs: readonly TensorSpec[]): Promise<void> {
+  const [first] = await store.listAppModels(app);
+  if (!first) return;
+  const other = await store.getModel(first);
+  if (!other) return;
+  if (describe(other.inputs) !== describe(inputs)) {
+    throw new ServeError(ErrorCode.badRequest, `the models of app '${app}' take ${describe(other.inputs)}; this model takes ${describe(inputs)}: register it under another app`);
+  }
+}
+
 /**
  * Registers a model whose binary (and validation set) were uploaded to the object store: checks
  * names, loads the binary with onnxruntime (rejecting what it can't load), checks the validation
@@ -70,6 +86,7 @@ export async function registerModel(bus: Bus, store: MetadataStore, request: Reg
     if (bytes.length > MAX_MODEL_BYTES) throw new ServeError(ErrorCode.payloadTooLarge, `the model is ${bytes.length} bytes; the limit is ${MAX_MODEL_BYTES}`);
     if (await store.getModel(name)) throw new ServeError(ErrorCode.modelExists, `a model named '${name}' is already registered`);
     const signature = await inspectModel(bytes);
+    await checkAppSignature(store, app, signature.inputs);
 
     let validation: { bytes: Uint8Array; count: number; shapes: Record<string, number[]> } | undefined;
     if (request.validationUpload) {

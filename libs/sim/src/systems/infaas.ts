@@ -13,7 +13,8 @@
  * - **Model autoscaler** (every 1 s, per worker): {@link modelAutoscale}; upgrades and downgrades load
  *   the new variant first and unload the old instances once the new ones are ready; queries still
  *   waiting on an unloaded variant are routed again. Placements that fit nowhere go to the VM autoscaler.
- * - **VM autoscaler** (every 2 s): {@link vmAutoscale} over the machines.
+ * - **VM autoscaler** (every 2 s): {@link vmAutoscale} over the machines; a machine lost with
+ *   `sim.killMachine` stops heartbeating and is replaced with the variants it ran.
  *
  * Modes: "infaas" (all of it), "horizontal" (SM+: one fixed variant, replicas only), "static"
  * (Clipper+: pre-loaded instances, no scaling).
@@ -29,6 +30,7 @@ import {
   type ModelAutoscalerState,
   type ModelScalingDecision,
   type PendingPlacement,
+  type QueryRequirements,
   type RunningVariant,
   type VariantProfile,
   type VariantStateConfig,
@@ -94,13 +96,14 @@ export interface InfaasSystem {
 
 interface Swap {
   machine: Machine;
+  model: string;
   added: Replica[];
   remove: Array<{ variant: string; count: number }>;
 }
 
 export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): InfaasSystem {
   const kindOf = opts.kindOf ?? ((v: VariantProfile) => String(v.hardware));
-  const windowMs = opts.monitorWindowMs ?? 5000;
+  const windowMs = opts.monitorWindowMs ?? 10_000;
   const stateCfg = opts.stateConfig ?? DEFAULT_VARIANT_STATE_CONFIG;
   const maxLog = opts.maxLog ?? 5000;
   const log: DecisionLogEntry[] = [];
@@ -154,6 +157,14 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     }
   }
 
+  // Pre-loaded variants are Active from the start (the monitor confirms it at its first tick).
+  for (const name of new Set((opts.preload ?? []).map((p) => p.variant))) {
+    const q = queueOf(name);
+    states.set(name, { state: "active", sinceMs: 0, slowCount: 0 });
+    const workers = [...new Set(q.replicas.map((r) => r.machine?.name ?? ""))].map((worker) => ({ worker, qps: 0 }));
+    index.setRuntime(name, { state: "active", instances: q.replicas.length, qps: 0, workers });
+  }
+
   // Utilisation of a machine over the last VM interval.
   const busyPrev = new Map<Machine, { t: number; busy: number }>();
   const utilCache = new Map<Machine, number>();
@@ -167,16 +178,25 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       busyPrev.set(m, { t: nowMs, busy });
       let slots = 0;
       for (const r of m.replicas) if (r.state === "ready") slots += r.concurrency;
-      utilCache.set(m, prev && nowMs > prev.t && slots > 0 ? Math.min(1, (busy - prev.busy) / ((nowMs - prev.t) * slots)) : 0);
+      // Removed replicas take their busy time with them: clamp at 0.
+      utilCache.set(m, prev && nowMs > prev.t && slots > 0 ? Math.min(1, Math.max(0, (busy - prev.busy) / ((nowMs - prev.t) * slots))) : 0);
     }
   };
 
   // ------------------------------------------------------------------ dispatcher
   const pendingPlacements: PendingPlacement[] = [];
+  /** Variants with a placement request outstanding (one request per variant until the VM tick). */
+  const pendingVariants = new Set<string>();
+  // One requirements object, refilled per query (select keeps no reference to it).
+  const req: QueryRequirements = { latencyMs: 0, minAccuracy: 0 };
   sim.setRouter((q, _from, cause) => {
     if (cause === "served") return null;
     if (cause === "late") return drop("deadline: cannot finish within the SLO");
-    const d = index.select(q.app, { latencyMs: q.sloMs, minAccuracy: q.minAccuracy, ...(Number.isFinite(q.maxCostPerQuery) ? { maxCostPerQuery: q.maxCostPerQuery } : {}) });
+    req.latencyMs = q.sloMs;
+    req.minAccuracy = q.minAccuracy;
+    if (Number.isFinite(q.maxCostPerQuery)) req.maxCostPerQuery = q.maxCostPerQuery;
+    else delete req.maxCostPerQuery;
+    const d = index.select(q.app, req);
     if (d.kind === "infeasible") return drop(d.reason);
     const queue = queueOf(d.variant.name);
     if (d.kind === "load" && !d.alreadyLoading && opts.mode === "infaas") {
@@ -184,7 +204,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       if (r) {
         note("dispatcher", `load ${d.variant.name} on ${r.machine?.name ?? "?"}`, d.reason);
         index.setRuntime(d.variant.name, { state: "loading", instances: 0, qps: 0, workers: [{ worker: r.machine?.name ?? "", qps: 0 }] });
-      } else {
+      } else if (!pendingVariants.has(d.variant.name)) {
+        pendingVariants.add(d.variant.name);
         pendingPlacements.push({ kind: kindOf(d.variant), variant: d.variant.name, count: 1 });
         note("dispatcher", `no room for ${d.variant.name}`, `${d.reason}; asking the VM autoscaler`);
       }
@@ -193,6 +214,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   });
 
   // ------------------------------------------------------------------ monitor + model autoscaler
+  /** Upgrades/downgrades and placements elsewhere still loading, by the worker that asked for them. */
   const swaps: Swap[] = [];
   let modelState = new Map<string, ModelAutoscalerState>();
   const removeInstances = (m: Machine, variant: string, count: number): void => {
@@ -250,6 +272,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
 
     const next = new Map<string, ModelAutoscalerState>();
     for (const m of live()) {
+      // A model whose new instances (here or elsewhere) are still loading waits for them.
+      const busyModels = new Set(swaps.filter((sw) => sw.machine === m).map((sw) => sw.model));
       const running: RunningVariant[] = [];
       const byVariant = new Map<string, { ready: number; loading: number }>();
       for (const r of m.replicas) {
@@ -261,6 +285,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       }
       for (const [name, e] of byVariant) {
         const v = profileOf(name);
+        if (busyModels.has(v.model)) continue;
         const q = queueOf(name);
         const readyAll = q.replicas.filter((r) => r.state === "ready").length;
         const loadingAll = q.replicas.filter((r) => r.state === "loading").length;
@@ -299,7 +324,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
           const r = load(profileOf(d.variant), m);
           if (r) added.push(r);
         }
-        if (added.length > 0) swaps.push({ machine: m, added, remove: d.remove });
+        if (added.length > 0) swaps.push({ machine: m, model: d.model, added, remove: d.remove });
         break;
       }
       case "remove":
@@ -314,7 +339,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
           if (r) added.push(r);
           else pendingPlacements.push({ kind: kindOf(v), variant: v.name, count: 1 });
         }
-        if (added.length > 0 && d.remove.length > 0) swaps.push({ machine: m, added, remove: d.remove });
+        if (added.length > 0) swaps.push({ machine: m, model: d.model, added, remove: d.remove });
         break;
       }
     }
@@ -322,10 +347,16 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
 
   // ------------------------------------------------------------------ VM autoscaler
   let vmState: VmAutoscalerState = { idleSinceMs: {} };
+  const replaced = new Set<Machine>();
+  /** What each machine ran, remembered at every tick (the metadata store), to restore a lost one. */
+  const lostVariants = new Map<Machine, string[]>();
   const vmTick = (nowMs: number): void => {
     measureUtilization(nowMs);
+    for (const m of live()) lostVariants.set(m, [...new Set([...m.replicas].map((r) => r.label))]);
     if (opts.mode === "static") return;
-    const views: VmWorkerView[] = live().map((m) => {
+    // Lost machines (killed, not yet replaced) stop sending heartbeats at the moment they died.
+    const lost = machines.filter((m) => m.failed && !replaced.has(m));
+    const views: VmWorkerView[] = [...live(), ...lost].map((m) => {
       const labels = new Set<string>();
       let capacityQps = 0;
       let serving = false;
@@ -346,8 +377,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         overloaded: st.includes("overloaded"),
         serving,
         capacityQps,
-        lastHeartbeatMs: nowMs,
-        variants: [...labels],
+        lastHeartbeatMs: m.failed ? (m.billedToMs ?? nowMs) : nowMs,
+        variants: m.failed ? (lostVariants.get(m) ?? []) : [...labels],
       };
     });
     const loadQpsByKind: Record<string, number> = {};
@@ -356,6 +387,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       loadQpsByKind[k] = (loadQpsByKind[k] ?? 0) + queueOf(name).rateQps(nowMs, windowMs);
     }
     const pending = pendingPlacements.splice(0);
+    pendingVariants.clear();
     const res = vmAutoscale({ nowMs, workers: views, pending, loadQpsByKind, config: opts.vmConfig ?? {}, state: vmState });
     vmState = res.state;
     for (const d of res.decisions) {
@@ -367,6 +399,14 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         const nm = sim.launchMachine(tpl);
         machines.push(nm);
         for (const p of pending.filter((pp) => pp.kind === d.kind)) for (let i = 0; i < p.count; i++) load(profileOf(p.variant), nm);
+      } else if (d.action === "replace") {
+        const old = machines.find((mm) => mm.name === d.worker);
+        const tpl = templates[d.kind];
+        if (!old || !tpl) continue;
+        replaced.add(old);
+        const nm = sim.launchMachine(tpl);
+        machines.push(nm);
+        for (const v of d.restore) load(profileOf(v), nm);
       } else if (d.action === "remove") {
         const m = machines.find((mm) => mm.name === d.worker);
         if (!m) continue;

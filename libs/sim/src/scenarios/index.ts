@@ -1,0 +1,22 @@
+// The registry of named scenarios (`npm run sim -- <name>`), in the order `sim all` runs them.
+// To add one, append two lines at the end (ES imports are hoisted, so an import below works):
+//   import { myScenario } from "./my-scenario.js";
+//   scenarios.push(myScenario);
+import type { Scenario } from "../scenario.js";
+import { infaasSelection } from "./infaas-selection.js";
+import { infaasTable3 } from "./infaas-table3.js";
+
+export const scenarios: Scenario[] = [];
+
+scenarios.push(infaasTable3);
+scenarios.push(infaasSelection);
+import { markTwitter } from "./mark-twitter.js";
+scenarios.push(markTwitter);
+import { markMmpp } from "./mark-mmpp.js";
+scenarios.push(markMmpp);
+import { inferlinePlanner } from "./inferline-planner.js";
+scenarios.push(inferlinePlanner);
+import { inferlineRateChange } from "./inferline-rate-change.js";
+scenarios.push(inferlineRateChange);
+import { combined } from "./combined.js";
+scenarios.push(combined);

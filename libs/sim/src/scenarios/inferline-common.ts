@@ -1,0 +1,193 @@
+/**
+ * Pipelines, profiles and the live-serving loop shared by the InferLine scenarios.
+ *
+ * Pipelines (InferLine Fig. 2; the figure did not survive extraction, so the shapes follow the text):
+ * - Image Processing: preprocess → ResNet152.
+ * - Social Media: two roots per post — the image path preprocess → ResNet152 and the text path
+ *   language identification → translation (taken by 30% of posts, the non-English ones; our assumption).
+ * - Video Monitoring: object detection, then vehicle identification (50% of frames) and person
+ *   identification (30%), and license-plate reading for 40% of the frames with a vehicle (branch
+ *   fractions are our assumption).
+ *
+ * Profiles (batch latency per hardware; the K80 numbers anchor on InferLine §2: ResNet152 0.6 QPS on a
+ * CPU vs 50.6 QPS on a K80 at its best batch of 32, and "preprocessing gains nothing from batching or
+ * a GPU"); the rest are our assumptions, stated in the scenario notes:
+ * - preprocess: CPU only, 3 ms per query, no batching gain;
+ * - ResNet152: K80 T(b) = 40 + 18.5·(b − 1) ms (T(32) = 614 ms → 52 QPS); CPU 1.67 s per query;
+ * - language id: CPU 2 + 0.8·(b − 1) ms; K80 4 + 0.06·(b − 1) ms;
+ * - translation (NMT): K80 30 + 4·(b − 1) ms; CPU 250 ms per query;
+ * - detection: K80 25 + 6·(b − 1) ms; vehicle id: K80 15 + 2·(b − 1), CPU 120 ms; person id: K80
+ *   20 + 3·(b − 1), CPU 150 ms; plate reader: K80 10 + 1.5·(b − 1), CPU 40 ms.
+ * Prices: a K80 replica is a p2.xlarge ($0.90/h); a CPU replica is one vCPU of a c5.xlarge ($0.17/h ÷ 4),
+ * InferLine's per-CPU cost model (§6).
+ *
+ * Live serving: the Estimator runs the live trace with a replica schedule produced by a tuner that sees
+ * only arrivals (InferLine's Tuner and the AutoScale baseline both react to the arrival process, not to
+ * latencies), ticking every second. Scale-ups take effect after a 5 s replica activation (InferLine §5)
+ * and are billed from the decision; scale-downs are immediate.
+ */
+import {
+  autoScaleStep, configCostPerHour, createRng, estimate, initialTunerState, missRate, pricePerSecond, sampleRoutes,
+  tunerStep, type AutoScalePlan, type AutoScaleState, type HardwareProfile, type Pipeline, type PipelineConfig,
+  type ProfileSet, type ReplicaChange, type TunerOptions, type TunerPlan, type TunerState,
+} from "@sloserve/policy";
+import { ScheduledArrivals, arrivalTimes, type RateSchedule } from "../workload.js";
+
+const K80_PER_HOUR = pricePerSecond("p2.xlarge") * 3600;
+const CPU_PER_HOUR = (pricePerSecond("c5.xlarge") * 3600) / 4;
+const BATCHES = [1, 2, 4, 8, 16, 32];
+
+function linear(hardware: string, pricePerHour: number, t1: number, slope: number, batches = BATCHES): HardwareProfile {
+  return { hardware, pricePerHour, batchLatencyMs: batches.map((b) => [b, t1 + slope * (b - 1)] as [number, number]) };
+}
+
+export const INFERLINE_PROFILES: ProfileSet = {
+  preprocess: [linear("cpu", CPU_PER_HOUR, 3, 3, [1, 2, 4, 8])],
+  resnet152: [linear("k80", K80_PER_HOUR, 40, 18.5), linear("cpu", CPU_PER_HOUR, 1667, 1667, [1])],
+  langid: [linear("cpu", CPU_PER_HOUR, 2, 0.8), linear("k80", K80_PER_HOUR, 4, 0.06)],
+  nmt: [linear("k80", K80_PER_HOUR, 30, 4), linear("cpu", CPU_PER_HOUR, 250, 250, [1])],
+  detect: [linear("k80", K80_PER_HOUR, 25, 6)],
+  vehicle: [linear("k80", K80_PER_HOUR, 15, 2), linear("cpu", CPU_PER_HOUR, 120, 120, [1])],
+  person: [linear("k80", K80_PER_HOUR, 20, 3), linear("cpu", CPU_PER_HOUR, 150, 150, [1])],
+  plate: [linear("k80", K80_PER_HOUR, 10, 1.5), linear("cpu", CPU_PER_HOUR, 40, 40, [1])],
+};
+
+export const IMAGE_PROCESSING: Pipeline = {
+  name: "image-processing",
+  models: ["preprocess", "resnet152"],
+  edges: [{ from: "preprocess", to: "resnet152" }],
+};
+
+export const SOCIAL_MEDIA: Pipeline = {
+  name: "social-media",
+  models: ["preprocess", "resnet152", "langid", "nmt"],
+  edges: [{ from: "preprocess", to: "resnet152" }, { from: "langid", to: "nmt", probability: 0.3 }],
+};
+
+export const VIDEO_MONITORING: Pipeline = {
+  name: "video-monitoring",
+  models: ["detect", "vehicle", "person", "plate"],
+  edges: [
+    { from: "detect", to: "vehicle", probability: 0.5 },
+    { from: "detect", to: "person", probability: 0.3 },
+    { from: "vehicle", to: "plate", probability: 0.4 },
+  ],
+};
+
+export interface Trace {
+  arrivalsMs: Float64Array;
+  routes: Uint32Array;
+  durationMs: number;
+}
+
+/** Arrivals of a rate schedule with inter-arrival CV `cv` (σ/μ of the gaps, Gamma), and their routes. */
+export function makeTrace(pipeline: Pipeline, schedule: RateSchedule, cv: number, seed: number): Trace {
+  const rng = createRng(seed);
+  const arrivalsMs = Float64Array.from(arrivalTimes(new ScheduledArrivals(schedule, cv), rng));
+  return { arrivalsMs, routes: sampleRoutes(pipeline, arrivalsMs.length, rng), durationMs: schedule.rates.length * schedule.binMs };
+}
+
+/** A piecewise CV trace: segments with their own schedule and CV, concatenated in time. */
+export function concatTraces(pipeline: Pipeline, parts: Array<{ schedule: RateSchedule; cv: number }>, seed: number): Trace {
+  const times: number[] = [];
+  let offset = 0;
+  parts.forEach((p, i) => {
+    const rng = createRng(seed * 31 + i);
+    for (const t of arrivalTimes(new ScheduledArrivals(p.schedule, p.cv, offset), rng)) times.push(t);
+    offset += p.schedule.rates.length * p.schedule.binMs;
+  });
+  const arrivalsMs = Float64Array.from(times);
+  return { arrivalsMs, routes: sampleRoutes(pipeline, arrivalsMs.length, createRng(seed ^ 0x9e37)), durationMs: offset };
+}
+
+export interface LiveOutcome {
+  costDollars: number;
+  sloAttainment: number;
+  p99Ms: number;
+  /** Per second: replicas in total, and misses (latency > SLO) among queries arriving that second. */
+  replicasPerSecond: number[];
+  missesPerSecond: number[];
+  changes: number;
+}
+
+type Controller =
+  | { kind: "none" }
+  | { kind: "tuner"; plan: TunerPlan; options?: TunerOptions }
+  | { kind: "autoscale"; plan: AutoScalePlan; units: number };
+
+const ACTIVATION_MS = 5_000;
+
+/** Index of the first arrival ≥ t (binary search). */
+function lowerBound(a: Float64Array, t: number): number {
+  let lo = 0;
+  let hi = a.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (a[mid]! < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Serve a live trace from `config`, with a controller ticking every second; cost and SLO outcome. */
+export function serveLive(pipeline: Pipeline, profiles: ProfileSet, config: PipelineConfig, trace: Trace, sloMs: number, controller: Controller): LiveOutcome {
+  const schedule: ReplicaChange[] = [];
+  const billed: Array<{ atMs: number; counts: Record<string, number> }> = [];
+  const counts: Record<string, number> = Object.fromEntries(pipeline.models.map((m) => [m, config[m]!.replicas]));
+  billed.push({ atMs: 0, counts: { ...counts } });
+  let tuner: TunerState | undefined = controller.kind === "tuner" ? initialTunerState(controller.plan) : undefined;
+  let auto: AutoScaleState | undefined = controller.kind === "autoscale" ? { units: controller.units, lowerSinceMs: null } : undefined;
+  let changes = 0;
+  const apply = (nowMs: number, next: Record<string, number>): void => {
+    let any = false;
+    for (const m of pipeline.models) {
+      const want = next[m]!;
+      if (want === counts[m]) continue;
+      any = true;
+      schedule.push({ atMs: want > counts[m]! ? nowMs + ACTIVATION_MS : nowMs, model: m, replicas: want });
+      counts[m] = want;
+    }
+    if (any) {
+      changes++;
+      billed.push({ atMs: nowMs, counts: { ...counts } });
+    }
+  };
+  if (controller.kind !== "none") {
+    for (let now = 1000; now < trace.durationMs; now += 1000) {
+      const from = lowerBound(trace.arrivalsMs, now - 60_000);
+      const to = lowerBound(trace.arrivalsMs, now);
+      const recent = trace.arrivalsMs.subarray(from, to);
+      if (controller.kind === "tuner") {
+        const d = tunerStep({ nowMs: now, recentArrivalsMs: recent, plan: controller.plan, state: tuner! }, controller.options);
+        tuner = d.state;
+        if (d.changed) apply(now, d.state.replicas);
+      } else {
+        const d = autoScaleStep({ nowMs: now, recentArrivalsMs: recent, plan: controller.plan, state: auto! });
+        auto = d.state;
+        if (d.changed) apply(now, Object.fromEntries(pipeline.models.map((m) => [m, d.state.units])));
+      }
+    }
+  }
+  // The schedule must be sorted by time (activations land 5 s after their decision).
+  schedule.sort((a, b) => a.atMs - b.atMs);
+  const r = estimate({ pipeline, profiles, config, arrivalsMs: trace.arrivalsMs, routes: trace.routes, replicaSchedule: schedule });
+  let cost = 0;
+  billed.forEach((b, i) => {
+    const end = i + 1 < billed.length ? billed[i + 1]!.atMs : trace.durationMs;
+    const perHour = configCostPerHour(profiles, Object.fromEntries(pipeline.models.map((m) => [m, { ...config[m]!, replicas: b.counts[m]! }])));
+    cost += (perHour * (end - b.atMs)) / 3_600_000;
+  });
+  const seconds = Math.ceil(trace.durationMs / 1000);
+  const replicasPerSecond = new Array<number>(seconds).fill(0);
+  let bi = 0;
+  for (let s = 0; s < seconds; s++) {
+    while (bi + 1 < billed.length && billed[bi + 1]!.atMs <= s * 1000) bi++;
+    replicasPerSecond[s] = Object.values(billed[bi]!.counts).reduce((a, b) => a + b, 0);
+  }
+  const missesPerSecond = new Array<number>(seconds).fill(0);
+  for (let q = 0; q < trace.arrivalsMs.length; q++) {
+    const l = r.latenciesMs[q]!;
+    if (Number.isNaN(l) || l > sloMs) missesPerSecond[Math.min(seconds - 1, Math.floor(trace.arrivalsMs[q]! / 1000))]!++;
+  }
+  return { costDollars: cost, sloAttainment: 1 - missRate(r.latenciesMs, sloMs), p99Ms: r.p99Ms, replicasPerSecond, missesPerSecond, changes };
+}

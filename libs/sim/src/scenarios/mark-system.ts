@@ -1,0 +1,409 @@
+/**
+ * MArk and its baselines on the simulator (MArk §4-5), shared by the mark-twitter, mark-mmpp and
+ * combined scenarios. A run serves one or more models ("lanes"); each query is sent to a lane by a
+ * selector (one lane for the model-specific systems, INFaaS-style model-less selection for `infaas`
+ * and `combined`).
+ *
+ * MArk (`mark-ondemand`, `mark-spot`, and the provisioning of `combined`), per lane:
+ * - one request queue served by every instance of the lane (heterogeneous types, each with its
+ *   batching from batch-tuning.ts: MArk §4.3); queries that can no longer meet their deadline when a
+ *   batch starts are shed to Lambda (the engine's `shedLate`);
+ * - per query on arrival, overflow.ts decides local vs Lambda (queue ahead / μ* + Wbatch + T(b) against
+ *   the SLO: MArk §4.1's Bouncer);
+ * - every minute: the per-minute max arrival rate (5 s samples, forecast.ts) is appended to the lane's
+ *   history, Holt-Winters forecasts the next 60 minutes and provisioning.ts (MArk Algorithm 1) plans
+ *   for t0 + 5 min; launches happen at once, destroys under the 6-plan limit;
+ * - every 10 s: the reactive SLO monitor (slo-monitor.ts) may launch one c5.large (or the lane's
+ *   cheapest type when c5.large cannot serve the model); the launch is added to the latest plan so that
+ *   the 6-plan destroy limit protects it like a planned instance;
+ * - `mark-spot` prices every type at its spot price and draws interruptions (2-minute notice; see
+ *   SPOT_MEAN_LIFETIME_S): on notice the instance leaves the plan, burstable t2.medium standbys are
+ *   resumed to cover its capacity until the replacement is up (MArk §4.5), and the provisioner re-plans
+ *   at once; at the deadline the instance is killed and its running batches go back to the queue.
+ *
+ * `sagemaker-2x`: ml.c5.large instances (SageMaker hosting price, see SAGEMAKER_PRICE_PREMIUM) behind
+ * one queue, scaled by baselines-sagemaker.ts (target tracking on invocations per instance with 2×
+ * over-provisioning), no overflow, SLO-oblivious.
+ *
+ * `infaas`: INFaaS's VM-level autoscaler (vm-autoscaler.ts, every 2 s) per lane, adding the lane's most
+ * cost-efficient instance type when every running instance is above 80% utilisation and removing idle
+ * ones; no forecast and no overflow; queries that can no longer meet their deadline are answered with
+ * a timeout error (dropped), as INFaaS executors do.
+ *
+ * Costs are billed by the engine: EC2 per second with a 60 s minimum from the launch request (start-up
+ * included), Lambda per request and GB-second.
+ */
+import {
+  createRng, decideOverflow, fitHoltWinters, holtWinters, initialProvisioningState, initialSloMonitorState,
+  initialTargetTrackingState, interpolateBatchLatency, maxRatePerUnit, observeRequests, planProvisioning,
+  pricePerSecond, sampleExponential, samplePoisson, sloMonitorTick, targetTracking, tuneBatching, vmAutoscale,
+  type BatchTuning, type Forecaster, type InstanceTypeSpec, type ProvisioningState, type SloMonitorState,
+  type TargetTrackingState, type VmAutoscalerState,
+} from "@sloserve/policy";
+import { Simulator, drop, type Machine, type Query, type Queue, type SimResult } from "../engine.js";
+import { MARK_BATCHING, MARK_CAPACITIES, MARK_TABLE2 } from "../hardware.js";
+import { ScheduledArrivals, type RateSchedule } from "../workload.js";
+
+export type MarkSystem = "sagemaker-2x" | "mark-ondemand" | "mark-spot" | "infaas" | "combined";
+
+/** One instance type serving the model: its latency curve and largest batch. */
+export interface MarkInstanceProfile {
+  type: string;
+  latencyMs: (batch: number) => number;
+  maxBatch: number;
+}
+
+export interface MarkModel {
+  name: string;
+  sloMs: number;
+  /** Top-1 accuracy, for model-less selection. */
+  accuracy: number;
+  instances: MarkInstanceProfile[];
+  /** Lambda (3 GB) warm execution time. */
+  lambdaMs: number;
+}
+
+/** MArk [repo] capacities as instance profiles; GPU T(1) is an assumption (the paper prints none). */
+function markInstances(model: string, gpuT1Ms: number): MarkInstanceProfile[] {
+  return MARK_CAPACITIES.filter((c) => c.model === model).map((c) => {
+    if (c.batch === 1) {
+      const t1 = 60_000 / c.rpm;
+      return { type: c.type, latencyMs: (b: number) => t1 * b, maxBatch: 1 };
+    }
+    return { type: c.type, latencyMs: interpolateBatchLatency([[1, gpuT1Ms], [c.batch, 60_000 / c.rpm]]), maxBatch: c.batch };
+  });
+}
+
+/**
+ * Inception-v3 as MArk measured it. CPU types serve one request at a time at their [repo] capacity, so
+ * T(1) = 60 000 / rpm (c5.large: 211 ms, matching Table 2's 210 ms). p2.xlarge: T(8) = 60 000 / 415 =
+ * 144.6 ms per batch of 8 ([repo] "415 per batch of 8"); T(1) = 50 ms is our assumption, linear between.
+ * Accuracy 78.0% top-1 (the Inception-v3 paper's ImageNet figure).
+ */
+export function inceptionV3(): MarkModel {
+  return { name: "inception-v3", sloMs: MARK_BATCHING["inception-v3"]!.sloMs, accuracy: 0.78, instances: markInstances("inception-v3", 50), lambdaMs: MARK_TABLE2["inception-v3"]!.lambda[1] };
+}
+
+/**
+ * NASNet-Large: [repo] capacities (c5.xlarge 85, c5.2xlarge 135, c5.4xlarge 187 rpm; p2.xlarge 95
+ * batches of 8 per minute); GPU T(1) = 150 ms assumed; Lambda time assumed 2× Inception-v3's (a model
+ * 7.6× larger, Table 4). Accuracy 82.7% top-1.
+ */
+export function nasnet(): MarkModel {
+  return { name: "nasnet", sloMs: MARK_BATCHING.nasnet!.sloMs, accuracy: 0.827, instances: markInstances("nasnet", 150), lambdaMs: 2 * MARK_TABLE2["inception-v3"]!.lambda[1] };
+}
+
+/** Start-up of an EC2 instance with the model server, ms (inside MArk's τ = 5 min). */
+export const EC2_BOOT_MS = 200_000;
+/** SageMaker ML instances cost about 40% more than the EC2 instance (ml.c5.large $0.119/h vs c5.large $0.085/h, us-east-1). */
+export const SAGEMAKER_PRICE_PREMIUM = 1.4;
+/** Assumed mean lifetime of a spot instance before an interruption notice (chosen to exercise the path). */
+export const SPOT_MEAN_LIFETIME_S = 6 * 3600;
+/** Burstable standby (MArk §3.2, Table 3: t2.medium runs Inception-v3 in 140 ms at full burst). */
+const STANDBY = { type: "t2.medium", latencyMs: 140.37, resumeMs: 100_000, holdMs: 8 * 60_000 };
+/** Lambda cold start (model load in a fresh 3 GB container): assumption. */
+const LAMBDA_COLD_START_MS = 2_000;
+
+export interface MarkRunInput {
+  system: MarkSystem;
+  /** The models served (lanes). */
+  models: MarkModel[];
+  /** Lane of each query (default: lane 0). */
+  select?: (query: Query) => number;
+  /** Per query on arrival: its SLO and accuracy requirement (default: lane 0's SLO, no accuracy floor). */
+  init?: (query: Query, rng: { next(): number }) => void;
+  seed: number;
+  /** Arrival rates of the measured window (Poisson arrivals within each bin). */
+  rates: RateSchedule;
+  /** Per lane: per-minute maximum arrival rates (5 s samples) before the window, the forecaster's history. */
+  history: number[][];
+  /** Season of the history for Holt-Winters (minutes). */
+  season: number;
+}
+
+export interface MarkRunResult {
+  system: MarkSystem;
+  sim: SimResult;
+  ec2Dollars: number;
+  lambdaDollars: number;
+  lambdaShare: number;
+  /** Per minute (all lanes): running instances and their capacity, the max rate and the forecast made for it. */
+  perMinute: Array<{ minute: number; arrivalsQps: number; maxRateQps: number; instances: number; capacityQps: number; forecastQps: number }>;
+  interruptions: number;
+  monitorLaunches: number;
+  /** Batching per instance type, of the first lane. */
+  batching: Record<string, BatchTuning>;
+  forecaster: string;
+  /** Queries per lane. */
+  perLane: Record<string, number>;
+}
+
+interface Fleet {
+  machine: Machine;
+  type: string;
+  capacityQps: number;
+  interrupted: boolean;
+  standby: boolean;
+  lastBusyMs: number;
+}
+
+interface Lane {
+  model: MarkModel;
+  queue: Queue;
+  lambda: ReturnType<Simulator["addFunctionPool"]>;
+  batching: Record<string, BatchTuning>;
+  types: InstanceTypeSpec[];
+  fleet: Fleet[];
+  perSecond: number[];
+  history: number[];
+  forecaster: Forecaster;
+  forecastFor: Map<number, number>;
+  prov: ProvisioningState;
+  monitor: SloMonitorState;
+  tt: TargetTrackingState;
+  vm: VmAutoscalerState;
+  completed: number;
+  missed: number;
+  queries: number;
+}
+
+/** Per-minute maximum 5 s rates of per-minute mean rates, realised with Poisson counts per second (seeded). */
+export function historyFromRates(perMinuteQps: readonly number[], seed: number): number[] {
+  const rng = createRng(seed);
+  const perSecond: number[] = [];
+  for (const r of perMinuteQps) for (let s = 0; s < 60; s++) perSecond.push(samplePoisson(rng, r));
+  return maxRatePerUnit(perSecond);
+}
+
+/** The lane's cheapest type per unit of capacity that can serve the model. */
+function mostEfficient(lane: Lane): InstanceTypeSpec {
+  return [...lane.types].filter((t) => t.meetsSlo !== false).sort((a, b) => a.pricePerHour / a.capacityQps - b.pricePerHour / b.capacityQps)[0]!;
+}
+
+export function runMark(input: MarkRunInput): MarkRunResult {
+  const { system } = input;
+  const durationMs = input.rates.rates.length * input.rates.binMs;
+  const sim = new Simulator({ seed: input.seed, durationMs, drainMs: 30_000 });
+  const rng = createRng(input.seed ^ 0x5f3759df);
+  const sagemaker = system === "sagemaker-2x";
+  const infaas = system === "infaas";
+  const spot = system === "mark-spot";
+  const market = spot ? "spot" : "on-demand";
+  const first = input.models[0]!;
+  const selectRng = createRng(input.seed ^ 0x2545f491);
+  sim.addStream({
+    app: first.name, sloMs: first.sloMs, process: new ScheduledArrivals(input.rates, 1),
+    ...(input.init ? { init: (q: Query) => input.init!(q, selectRng) } : {}),
+  });
+
+  const lanes: Lane[] = input.models.map((model, i) => {
+    const batching: Record<string, BatchTuning> = {};
+    for (const p of model.instances) batching[p.type] = tuneBatching({ latencyMs: p.latencyMs, sloMs: model.sloMs, maxBatch: p.maxBatch });
+    const types: InstanceTypeSpec[] = model.instances.map((p) => ({
+      name: p.type, pricePerHour: pricePerSecond(p.type, market) * 3600, capacityQps: batching[p.type]!.throughputQps,
+      meetsSlo: batching[p.type]!.nbatch > 0, spot,
+    }));
+    const history = [...(input.history[i] ?? [])];
+    const forecaster = history.length >= 2 * input.season
+      ? holtWinters(fitHoltWinters(history, { season: input.season, every: 60 }).params)
+      : holtWinters({ alpha: 0.5, beta: 0, gamma: 0.1, season: input.season });
+    return {
+      model, batching, types, history, forecaster,
+      queue: sim.addQueue({ name: model.name, shedLate: !sagemaker }),
+      lambda: sim.addFunctionPool({ name: `lambda-${model.name}`, latencyMs: model.lambdaMs, coldStartMs: LAMBDA_COLD_START_MS, memoryGb: 3, keepAliveMs: 45 * 60_000 }),
+      fleet: [], perSecond: [], forecastFor: new Map(), prov: initialProvisioningState, monitor: initialSloMonitorState,
+      tt: initialTargetTrackingState, vm: { idleSinceMs: {} }, completed: 0, missed: 0, queries: 0,
+    };
+  });
+
+  const profileOf = (lane: Lane, type: string): MarkInstanceProfile => lane.model.instances.find((p) => p.type === type)!;
+  const launch = (lane: Lane, type: string, bootMs: number, opts: { market?: "on-demand" | "spot"; standby?: boolean } = {}): Fleet => {
+    const standby = opts.standby ?? false;
+    const m = opts.market ?? market;
+    const price = standby ? pricePerSecond(STANDBY.type) : sagemaker ? pricePerSecond(type) * SAGEMAKER_PRICE_PREMIUM : pricePerSecond(type, m);
+    const gpu = !standby && profileOf(lane, type).maxBatch > 1;
+    const machine = sim.launchMachine({ type: standby ? STANDBY.type : type, kind: gpu ? "gpu" : "cpu", pricePerS: price, bootMs, spot: !standby && m === "spot" });
+    const lat = standby ? (b: number) => STANDBY.latencyMs * b : profileOf(lane, type).latencyMs;
+    const b = standby ? { nbatch: 1, wbatchMs: 0, throughputQps: 1000 / STANDBY.latencyMs } : lane.batching[type]!;
+    sim.addReplica(lane.queue, machine, { latencyMs: lat, maxBatch: b.nbatch, waitMs: b.wbatchMs, label: type });
+    const f: Fleet = { machine, type, capacityQps: b.throughputQps, interrupted: false, standby, lastBusyMs: 0 };
+    lane.fleet.push(f);
+    if (!standby && m === "spot") scheduleInterruption(lane, f);
+    return f;
+  };
+  const alive = (lane: Lane): Fleet[] => lane.fleet.filter((f) => f.machine.billedToMs === null);
+
+  let toLambda = 0;
+  sim.setRouter((q: Query, _from, cause) => {
+    if (cause === "arrival") {
+      const lane = lanes[input.select ? input.select(q) : 0];
+      if (!lane) return drop("no model meets the query's requirements");
+      q.data = lane;
+      lane.queries++;
+      const s = Math.floor(q.arrivalMs / 1000);
+      while (lane.perSecond.length <= s) lane.perSecond.push(0);
+      lane.perSecond[s]!++;
+      if (sagemaker || infaas) return lane.queue;
+      const b = localBatching(lane.queue);
+      const d = decideOverflow({ queueAhead: lane.queue.length, serviceRateQps: lane.queue.capacityQps(), wbatchMs: b.wbatchMs, batchLatencyMs: b.batchLatencyMs, remainingBudgetMs: q.sloMs });
+      if (d.action === "local") return lane.queue;
+      toLambda++;
+      return lane.lambda;
+    }
+    const lane = q.data as Lane;
+    if (cause === "late") {
+      if (infaas) return drop("deadline cannot be met");
+      toLambda++;
+      return lane.lambda;
+    }
+    lane.completed++;
+    if (sim.nowMs - q.arrivalMs > q.sloMs) lane.missed++;
+    return null;
+  });
+
+  let interruptions = 0;
+  let monitorLaunches = 0;
+  const applyPlan = (lane: Lane, forecastQps: number[], tau: number, bootMs = EC2_BOOT_MS): void => {
+    const running = alive(lane).filter((f) => !f.interrupted && !f.standby);
+    const d = planProvisioning({ forecastQps, types: lane.types, running: running.map((f) => ({ id: String(f.machine.id), type: f.type })), state: lane.prov, tau });
+    lane.prov = d.state;
+    for (const l of d.launches) launch(lane, l.type, bootMs);
+    for (const x of d.destroys) {
+      const f = running.find((r) => String(r.machine.id) === x.id);
+      if (f) sim.terminateMachine(f.machine);
+    }
+  };
+
+  function scheduleInterruption(lane: Lane, f: Fleet): void {
+    const lifeMs = 1000 * sampleExponential(rng, 1 / SPOT_MEAN_LIFETIME_S);
+    sim.at(sim.nowMs + lifeMs, () => {
+      if (f.machine.billedToMs !== null || f.interrupted) return;
+      f.interrupted = true;
+      interruptions++;
+      // MArk §4.5: resume burstable standbys for the lost capacity until the replacement is up.
+      const n = Math.ceil(f.capacityQps / (1000 / STANDBY.latencyMs));
+      for (let i = 0; i < n; i++) {
+        const s = launch(lane, f.type, STANDBY.resumeMs, { standby: true, market: "on-demand" });
+        sim.at(sim.nowMs + STANDBY.holdMs, () => sim.terminateMachine(s.machine));
+      }
+      applyPlan(lane, lane.forecaster.forecast(lane.history, 60), 5);
+      sim.at(sim.nowMs + 120_000, () => sim.killMachine(f.machine));
+    });
+  }
+
+  // Start in steady state: the instances each policy would run for the first minute, already up.
+  const binsPerMinute = Math.max(1, Math.round(60_000 / input.rates.binMs));
+  const firstQps = Math.max(...Array.from({ length: Math.min(binsPerMinute, input.rates.rates.length) }, (_, i) => input.rates.rates[i] ?? 0));
+  const totalHistoryLast = lanes.reduce((a, l) => a + (l.history[l.history.length - 1] ?? 0), 0);
+  for (const lane of lanes) {
+    const share = totalHistoryLast > 0 ? (lane.history[lane.history.length - 1] ?? 0) / totalHistoryLast : 1 / lanes.length;
+    const qps = firstQps * share;
+    if (sagemaker) {
+      const cap = lane.batching["c5.large"]!.throughputQps;
+      for (let i = 0; i < Math.max(1, Math.ceil(qps / (cap / 2))); i++) launch(lane, "c5.large", 0);
+    } else if (infaas) {
+      const t = mostEfficient(lane);
+      for (let i = 0; i < Math.max(1, Math.ceil(qps / (0.8 * t.capacityQps))); i++) launch(lane, t.name, 0);
+    } else {
+      applyPlan(lane, lane.forecaster.forecast(lane.history, 60).map((x, i) => (i === 0 ? Math.max(x, qps) : x)), 1, 0);
+    }
+  }
+
+  const perMinute: MarkRunResult["perMinute"] = [];
+  sim.every(60_000, (nowMs) => {
+    const minute = Math.round(nowMs / 60_000) - 1;
+    const row = { minute, arrivalsQps: 0, maxRateQps: 0, instances: 0, capacityQps: 0, forecastQps: 0 };
+    for (const lane of lanes) {
+      const last = lane.perSecond.slice(minute * 60, minute * 60 + 60);
+      while (last.length < 60) last.push(0);
+      const maxRate = maxRatePerUnit(last)[0] ?? 0;
+      lane.history.push(maxRate);
+      const running = alive(lane);
+      row.arrivalsQps += last.reduce((a, b) => a + b, 0) / 60;
+      row.maxRateQps += maxRate;
+      row.instances += running.length;
+      row.capacityQps += running.reduce((a, f) => a + f.capacityQps, 0);
+      row.forecastQps += lane.forecastFor.get(minute) ?? NaN;
+      if (sagemaker) {
+        const cap = lane.batching["c5.large"]!.throughputQps;
+        const d = targetTracking({ nowS: nowMs / 1000, instances: running.length, invocationsLastMinute: last.reduce((a, b) => a + b, 0), capacityQps: cap, state: lane.tt });
+        lane.tt = d.state;
+        for (let i = running.length; i < d.desired; i++) launch(lane, "c5.large", EC2_BOOT_MS);
+        // Scale-in removes the instances that were launched last.
+        for (let i = 0; i < running.length - d.desired; i++) sim.terminateMachine(running[running.length - 1 - i]!.machine);
+      } else if (!infaas) {
+        const fc = lane.forecaster.forecast(lane.history, 60);
+        lane.forecastFor.set(minute + 5, fc[4] ?? NaN); // made at the end of `minute`: fc[0] is minute + 1
+        applyPlan(lane, fc, 5);
+      }
+    }
+    perMinute.push(row);
+  });
+
+  if (infaas) {
+    sim.every(2_000, (nowMs) => {
+      for (const lane of lanes) {
+        const t = mostEfficient(lane);
+        const workers = alive(lane).map((f) => {
+          const busy = f.machine.busyMsAt(nowMs);
+          const utilization = Math.min(1, (busy - f.lastBusyMs) / 2_000);
+          f.lastBusyMs = busy;
+          return {
+            name: String(f.machine.id), kind: lane.model.name, booting: f.machine.state === "booting", utilization,
+            interfered: false, overloaded: false, serving: utilization > 0.05, capacityQps: f.capacityQps, lastHeartbeatMs: nowMs, variants: [f.type],
+          };
+        });
+        const d = vmAutoscale({ nowMs, workers, loadQpsByKind: { [lane.model.name]: lane.queue.rateQps(nowMs, 10_000) }, state: lane.vm, config: { minWorkersPerKind: 1 } });
+        lane.vm = d.state;
+        for (const x of d.decisions) {
+          if (x.action === "add") for (let i = 0; i < x.count; i++) launch(lane, t.name, EC2_BOOT_MS);
+          if (x.action === "remove") {
+            const f = alive(lane).find((w) => String(w.machine.id) === x.worker);
+            if (f) sim.terminateMachine(f.machine);
+          }
+        }
+      }
+    });
+  }
+
+  if (!sagemaker && !infaas) {
+    sim.every(10_000, () => {
+      for (const lane of lanes) {
+        lane.monitor = observeRequests(lane.monitor, lane.completed, lane.missed);
+        lane.completed = 0;
+        lane.missed = 0;
+        const d = sloMonitorTick(lane.monitor);
+        lane.monitor = d.state;
+        if (d.launch === 0) continue;
+        monitorLaunches++;
+        const type = lane.types.some((t) => t.name === "c5.large" && t.meetsSlo !== false) ? "c5.large" : mostEfficient(lane).name;
+        launch(lane, type, EC2_BOOT_MS, { market: "on-demand" });
+        const plans = lane.prov.recentPlans;
+        const lastPlan = { ...(plans[plans.length - 1] ?? {}) };
+        lastPlan[type] = (lastPlan[type] ?? 0) + 1;
+        lane.prov = { recentPlans: [...plans.slice(0, -1), lastPlan] };
+      }
+    });
+  }
+
+  const res = sim.run();
+  const lambdaDollars = res.functionCostDollars;
+  return {
+    system, sim: res, ec2Dollars: res.costDollars - lambdaDollars, lambdaDollars,
+    lambdaShare: res.arrivals > 0 ? toLambda / res.arrivals : 0,
+    perMinute, interruptions, monitorLaunches, batching: lanes[0]!.batching, forecaster: lanes[0]!.forecaster.name,
+    perLane: Object.fromEntries(lanes.map((l) => [l.model.name, l.queries])),
+  };
+}
+
+/** Wbatch and T(Nbatch) of the ready replicas, pessimistically (largest of each). */
+function localBatching(queue: Queue): { wbatchMs: number; batchLatencyMs: number } {
+  let w = 0;
+  let t = 0;
+  for (const r of queue.replicas) {
+    if (r.state !== "ready") continue;
+    w = Math.max(w, r.waitMs);
+    t = Math.max(t, r.latencyMs(r.maxBatch));
+  }
+  return { wbatchMs: w, batchLatencyMs: t };
+}

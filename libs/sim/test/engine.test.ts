@@ -1,0 +1,204 @@
+import { describe, expect, it } from "vitest";
+import { Simulator, ScheduledArrivals, constantRate, drop, type ArrivalProcess, type Queue, type SimResult } from "../src/index.js";
+
+/** Arrivals at fixed times (ms). */
+function at(...times: number[]): ArrivalProcess {
+  let i = 0;
+  return { endMs: times[times.length - 1] ?? 0, next: () => times[i++] ?? null };
+}
+
+function oneQueue(o: { times: number[]; latency?: Record<number, number>; maxBatch?: number; waitMs?: number; slo?: number; concurrency?: number; shedLate?: boolean; durationMs?: number }): { sim: Simulator; q: Queue } {
+  const sim = new Simulator({ seed: 1, durationMs: o.durationMs ?? 10_000 });
+  const q = sim.addQueue({ name: "v", maxBatch: o.maxBatch ?? 1, waitMs: o.waitMs ?? 0, shedLate: o.shedLate ?? false });
+  const m = sim.launchMachine({ type: "t", kind: "cpu", pricePerS: 0 });
+  sim.addReplica(q, m, { latencyMs: o.latency ?? { 1: 50 }, concurrency: o.concurrency ?? 1 });
+  sim.addStream({ app: "a", sloMs: o.slo ?? 1000, process: at(...o.times) });
+  sim.setRouter((_q, _f, cause) => (cause === "arrival" ? q : cause === "late" ? drop("late") : null));
+  return { sim, q };
+}
+
+describe("engine", () => {
+  it("engine - one query on an idle instance takes exactly its profiled latency", () => {
+    const { sim } = oneQueue({ times: [100], latency: { 1: 37.5 } });
+    const r = sim.run();
+    expect(r.completed).toBe(1);
+    expect(r.latencyMs.p50).toBe(37.5);
+    expect(r.latencyMs.p99).toBe(37.5);
+  });
+
+  it("engine - FIFO on one replica: the second query waits for the first", () => {
+    // t=0: q1 runs 0→50; q2 arrives at 10, starts at 50, ends 100 → 90 ms.
+    const r = oneQueue({ times: [0, 10] }).sim.run();
+    expect(r.latencyMs.max).toBe(90);
+    expect(r.latencyMs.p50).toBe(50);
+  });
+
+  const batching: Array<{ name: string; times: number[]; maxBatch: number; waitMs: number; latency: Record<number, number>; want: number[] }> = [
+    // Nbatch 4 reached at t=3 (after q1 ran alone from t=0 because the replica was idle and Wbatch=0):
+    // q1: 0→10 (batch of 1). q2,q3,q4 queue by t=3; at t=10 take 3 → 10→30 (T(4) padding for 3).
+    { name: "Wbatch 0: an idle replica takes what is there", times: [0, 1, 2, 3], maxBatch: 4, waitMs: 0, latency: { 1: 10, 4: 20 }, want: [10, 29, 28, 27] },
+    // Wbatch 100: q1 at 0 waits; the batch fills to 4 at t=3 and leaves at once: 3→23.
+    { name: "a full batch leaves at once", times: [0, 1, 2, 3], maxBatch: 4, waitMs: 100, latency: { 1: 10, 4: 20 }, want: [23, 22, 21, 20] },
+    // Wbatch 100 and only 2 queries: they leave when the oldest has waited 100 ms: 100→115 (T(2)=15).
+    { name: "a partial batch leaves after Wbatch", times: [0, 30], maxBatch: 4, waitMs: 100, latency: { 1: 10, 2: 15, 4: 20 }, want: [115, 85] },
+  ];
+  for (const c of batching) {
+    it(`engine - batching: ${c.name}`, () => {
+      const { sim } = oneQueue({ times: c.times, maxBatch: c.maxBatch, waitMs: c.waitMs, latency: c.latency });
+      const lat: number[] = [];
+      sim.setRouter((q, _f, cause) => {
+        if (cause === "arrival") return sim.queues[0] ?? null;
+        lat[q.id] = sim.nowMs - q.arrivalMs;
+        return null;
+      });
+      sim.run();
+      expect(lat).toEqual(c.want);
+    });
+  }
+
+  it("engine - concurrency runs batches side by side", () => {
+    // Two slots: q1 and q2 both start at once and finish at 50.
+    const r = oneQueue({ times: [0, 0], concurrency: 2 }).sim.run();
+    expect(r.latencyMs.max).toBe(50);
+  });
+
+  it("engine - conservation: every arrival is completed or dropped", () => {
+    // 30 QPS Poisson into a 20 QPS server with a 500 ms deadline: many are shed.
+    const sim = new Simulator({ seed: 3, durationMs: 60_000, drainMs: 1000 });
+    const q = sim.addQueue({ name: "v", shedLate: true });
+    sim.addReplica(q, null, { latencyMs: { 1: 50 } });
+    sim.addStream({ app: "a", sloMs: 500, process: new ScheduledArrivals(constantRate(30, 60), 1) });
+    sim.setRouter((_q, _f, cause) => (cause === "arrival" ? q : cause === "late" ? drop("late") : null));
+    const r = sim.run();
+    expect(r.arrivals).toBeGreaterThan(1500);
+    expect(r.completed + r.dropped).toBe(r.arrivals);
+    expect(r.droppedByReason.late).toBeGreaterThan(0);
+    expect(r.completed).toBeLessThanOrEqual(Math.ceil(61_000 / 50));
+    expect(r.series.arrivals.reduce((a, b) => a + b, 0)).toBe(r.arrivals);
+  });
+
+  it("engine - queries still queued when the drain ends are dropped as unfinished", () => {
+    const sim = new Simulator({ seed: 1, durationMs: 1000, drainMs: 100 });
+    const q = sim.addQueue({ name: "v" });
+    sim.addReplica(q, null, { latencyMs: { 1: 400 } });
+    sim.addStream({ app: "a", sloMs: 10_000, process: at(0, 1, 2, 3, 4) });
+    sim.setRouter((_q, _f, cause) => (cause === "arrival" ? q : null));
+    const r = sim.run();
+    // 0→400, 400→800, 800→1200 (inside 1000 + 100? no: ends 1200 > 1100) → 2 completed.
+    expect(r.completed).toBe(2);
+    expect(r.droppedByReason).toEqual({ "unfinished at end of run": 3 });
+  });
+
+  it("engine - machine boot and variant load delay the first service", () => {
+    const sim = new Simulator({ seed: 1, durationMs: 10_000 });
+    const q = sim.addQueue({ name: "v" });
+    const m = sim.launchMachine({ type: "t", kind: "gpu", pricePerS: 0, bootMs: 1000 });
+    sim.addReplica(q, m, { latencyMs: { 1: 10 }, loadMs: 500 });
+    sim.addStream({ app: "a", sloMs: 10_000, process: at(0) });
+    sim.setRouter((_q, _f, cause) => (cause === "arrival" ? q : null));
+    // ready at 1000 + 500, done at 1510.
+    expect(sim.run().latencyMs.p50).toBe(1510);
+  });
+
+  it("engine - billing: per second with a 60 s minimum, start-up billed", () => {
+    const sim = new Simulator({ seed: 1, durationMs: 200_000 });
+    const price = 0.001;
+    sim.launchMachine({ type: "t", kind: "cpu", pricePerS: price, bootMs: 30_000 }); // runs to the end: 200 s
+    const short = sim.launchMachine({ type: "t", kind: "gpu", pricePerS: price });
+    sim.at(20_000, () => sim.terminateMachine(short)); // 20 s → billed 60 s
+    const later = sim.launchMachine({ type: "t", kind: "gpu", pricePerS: price });
+    sim.at(0, () => undefined);
+    sim.at(100_000, () => sim.terminateMachine(later)); // 100.0 s
+    const r = sim.run();
+    // 200 + 60 + 100 = 360 s × 0.001
+    expect(r.costDollars).toBeCloseTo(0.36, 10);
+    expect(r.costByKind.cpu).toBeCloseTo(0.2, 10);
+    expect(r.costByKind.gpu).toBeCloseTo(0.16, 10);
+  });
+
+  it("engine - priced replicas are billed while loaded", () => {
+    const sim = new Simulator({ seed: 1, durationMs: 100_000 });
+    const q = sim.addQueue({ name: "v" });
+    const r1 = sim.addReplica(q, null, { latencyMs: { 1: 10 }, pricePerS: 0.5 });
+    sim.at(40_000, () => r1 && sim.removeReplica(r1));
+    expect(sim.run().costDollars).toBeCloseTo(20, 10); // 40 s × 0.5
+  });
+
+  it("engine - a full machine refuses a replica", () => {
+    const sim = new Simulator({ seed: 1, durationMs: 1000 });
+    const q = sim.addQueue({ name: "v" });
+    const m = sim.launchMachine({ type: "t", kind: "cpu", pricePerS: 0, resources: { cores: 8 } });
+    expect(sim.addReplica(q, m, { latencyMs: { 1: 1 }, uses: { cores: 4 } })).not.toBeNull();
+    expect(sim.addReplica(q, m, { latencyMs: { 1: 1 }, uses: { cores: 4 } })).not.toBeNull();
+    expect(sim.addReplica(q, m, { latencyMs: { 1: 1 }, uses: { cores: 4 } })).toBeNull();
+    expect(m.free("cores")).toBe(0);
+  });
+
+  it("engine - overflow to a function pool: latency, cold starts and Lambda cost", () => {
+    const sim = new Simulator({ seed: 1, durationMs: 10_000 });
+    const pool = sim.addFunctionPool({ name: "lambda", latencyMs: 380, coldStartMs: 1000, memoryGb: 3 });
+    sim.addStream({ app: "a", sloMs: 5000, process: at(0, 100, 2000) });
+    sim.setRouter((_q, _f, cause) => (cause === "arrival" ? pool : null));
+    const r = sim.run();
+    // q1 cold 1380; q2 finds q1's container busy → cold 1380; q3 at 2000 reuses a warm one: 380.
+    expect([r.latencyMs.max, r.latencyMs.p50]).toEqual([1380, 1380]);
+    expect(r.coldStarts).toBe(2);
+    expect(r.functionInvocations).toBe(3);
+    // 3 × 2e-7 + 3 GB × (1.38 + 1.38 + 0.38) s × 1.66667e-5
+    expect(r.functionCostDollars).toBeCloseTo(3 * 2e-7 + 3 * 3.14 * 0.0000166667, 10);
+  });
+
+  it("engine - a killed machine's running batch goes back to the queue", () => {
+    const sim = new Simulator({ seed: 1, durationMs: 10_000 });
+    const q = sim.addQueue({ name: "v" });
+    const m1 = sim.launchMachine({ type: "t", kind: "cpu", pricePerS: 0 });
+    const m2 = sim.launchMachine({ type: "t", kind: "cpu", pricePerS: 0, bootMs: 200 });
+    sim.addReplica(q, m1, { latencyMs: { 1: 100 } });
+    sim.addReplica(q, m2, { latencyMs: { 1: 100 } });
+    sim.addStream({ app: "a", sloMs: 10_000, process: at(0) });
+    sim.setRouter((_q, _f, cause) => (cause === "arrival" ? q : null));
+    sim.at(50, () => sim.killMachine(m1));
+    const r = sim.run();
+    // Started on m1 at 0, lost at 50, redone on m2 from 200 to 300.
+    expect(r.completed).toBe(1);
+    expect(r.latencyMs.p50).toBe(300);
+  });
+
+  it("engine - pipelines: fan-out and join through the router", () => {
+    const sim = new Simulator({ seed: 1, durationMs: 10_000 });
+    const pre = sim.addQueue({ name: "pre" });
+    const a = sim.addQueue({ name: "a" });
+    const b = sim.addQueue({ name: "b" });
+    sim.addReplica(pre, null, { latencyMs: { 1: 10 } });
+    sim.addReplica(a, null, { latencyMs: { 1: 30 } });
+    sim.addReplica(b, null, { latencyMs: { 1: 50 } });
+    sim.addStream({ app: "p", sloMs: 1000, process: at(0) });
+    sim.setRouter((_q, from, cause) => (cause === "arrival" ? pre : from === pre ? [a, b] : null));
+    // 10 + max(30, 50) = 60
+    expect(sim.run().latencyMs.p50).toBe(60);
+  });
+
+  it("engine - controllers tick on the virtual clock", () => {
+    const sim = new Simulator({ seed: 1, durationMs: 10_000 });
+    const ticks: number[] = [];
+    sim.every(2000, (t) => ticks.push(t));
+    sim.run();
+    expect(ticks).toEqual([2000, 4000, 6000, 8000, 10_000]);
+  });
+
+  it("engine - same seed, same result; another seed differs", () => {
+    const runWith = (seed: number): SimResult => {
+      const sim = new Simulator({ seed, durationMs: 20_000 });
+      const q = sim.addQueue({ name: "v", maxBatch: 4, waitMs: 5 });
+      sim.addReplica(q, null, { latencyMs: { 1: 8, 4: 20 } });
+      sim.addStream({ app: "a", sloMs: 100, process: new ScheduledArrivals(constantRate(120, 20), 2) });
+      sim.setRouter((_q, _f, cause) => (cause === "arrival" ? q : null));
+      return sim.run();
+    };
+    const a = runWith(7);
+    const b = runWith(7);
+    expect(b.latencyMs).toEqual(a.latencyMs);
+    expect(b.series).toEqual(a.series);
+    expect(runWith(8).latencyMs.p99).not.toBe(a.latencyMs.p99);
+  });
+});

@@ -1,0 +1,73 @@
+import { createRng } from "@sloserve/policy";
+import { describe, expect, it } from "vitest";
+import { markMmpp, mmppRates } from "../src/scenarios/mark-mmpp.js";
+import { markTwitter, scaleTwitterTrace, twitterLikeMinutes } from "../src/scenarios/mark-twitter.js";
+
+describe("mark scenarios", () => {
+  it("mark-twitter - the default load keeps peak ≈ 4× valley before its spikes", () => {
+    const m = twitterLikeMinutes(2, 100, 1);
+    expect(m).toHaveLength(2 * 1440);
+    expect(Math.min(...m)).toBeGreaterThanOrEqual(22.5); // 0.9 × 100/4
+    expect(m[4 * 60]).toBeCloseTo(25 + 75 * 0.05 * Math.sin((2 * Math.PI * 240) / 180), 6); // valley at 04:00 plus the ripple
+    expect(Math.max(...m)).toBeGreaterThan(100); // flash crowds go past the diurnal peak
+  });
+
+  it("mark-twitter - a trace is mapped p1 → peak/4 and p99 → peak, gaps filled", () => {
+    // 200 minutes at 10..209 per second, one gap minute (0) that takes the previous minute's value.
+    const perSecond: number[] = [];
+    for (let m = 0; m < 200; m++) for (let s = 0; s < 60; s++) perSecond.push(m === 50 ? 0 : 10 + m);
+    const out = scaleTwitterTrace(perSecond, 100);
+    // sorted non-gap minutes 10..209 without 60: p1 = sorted[⌊0.01·198⌋ = 1] = 11, p99 = sorted[⌊0.99·198⌋ = 196] = 207.
+    expect(out[1]).toBeCloseTo(25, 9);
+    expect(out[197]).toBeCloseTo(100, 9);
+    expect(out[50]).toBe(out[49]);
+  });
+
+  it("mark-twitter - MArk is cheaper than the SageMaker-style baseline and meets the 98% SLO", () => {
+    const r = markTwitter.run({ seed: 3, durationS: 20 * 60, peakQps: 80 });
+    expect(r.systems.map((s) => s.name)).toEqual(["sagemaker-2x", "mark-ondemand", "mark-spot"]);
+    const [sm, od, spot] = r.systems as [typeof r.systems[0], typeof r.systems[0], typeof r.systems[0]];
+    for (const s of r.systems) {
+      expect(s.cost_dollars).toBeCloseTo((s.ec2_dollars as number) + (s.lambda_dollars as number), 3);
+      expect(s.slo_attainment).toBeGreaterThan(0);
+      expect(s.slo_attainment).toBeLessThanOrEqual(1);
+    }
+    expect(od.cost_dollars).toBeLessThan(sm.cost_dollars);
+    expect(spot.cost_dollars).toBeLessThan(od.cost_dollars);
+    expect(od.slo_attainment).toBeGreaterThanOrEqual(0.98);
+    expect(r.charts.map((c) => c.id)).toEqual(["mark-twitter-cost", "mark-twitter-load", "mark-twitter-instances"]);
+    // Deterministic for a seed.
+    expect(markTwitter.run({ seed: 3, durationS: 20 * 60, peakQps: 80 }).systems).toEqual(r.systems);
+  });
+
+  it("mark-mmpp - the MMPP spends time in each state in proportion to its mean sojourn", () => {
+    const states = [{ rate: 25, meanSojournS: 1200 }, { rate: 50, meanSojournS: 600 }, { rate: 100, meanSojournS: 240 }];
+    const r = mmppRates(states, 400 * 3600, createRng(5));
+    const mean = r.reduce((a, b) => a + b, 0) / r.length;
+    // Symmetric jumps: stationary shares ∝ sojourns 20:10:4 → (25·20 + 50·10 + 100·4)/34 = 41.2 qps.
+    expect(mean).toBeGreaterThan(41.2 * 0.9);
+    expect(mean).toBeLessThan(41.2 * 1.1);
+    expect(r.reduce((a, b) => Math.min(a, b), Infinity)).toBeGreaterThan(25 - 1e-9);
+    expect(r.reduce((a, b) => Math.max(a, b), 0)).toBeLessThan(100 + 1e-9);
+  });
+
+  it("mark-mmpp - runs the three systems on an MMPP load", () => {
+    const r = markMmpp.run({ seed: 2, durationS: 20 * 60, peakQps: 60 });
+    expect(r.systems.map((s) => s.name)).toEqual(["sagemaker-2x", "mark-ondemand", "mark-spot"]);
+    expect(r.systems.every((s) => (s.queries as number) > 20 * 60 * 10)).toBe(true);
+    expect(r.paper).toContain("MMPP");
+  });
+});
+
+describe("combined scenario", () => {
+  it("combined - model-less selection sends loose queries to the cheaper model, and the union is cheapest", async () => {
+    const { combined } = await import("../src/scenarios/combined.js");
+    const r = combined.run({ seed: 4, durationS: 20 * 60, peakQps: 40 });
+    const sys = Object.fromEntries(r.systems.map((s) => [s.name, s]));
+    expect(Object.keys(sys)).toEqual(["mark-ondemand", "infaas", "combined"]);
+    expect(sys.combined!.cost_dollars).toBeLessThan(sys["mark-ondemand"]!.cost_dollars);
+    expect(sys.combined!.slo_attainment).toBeGreaterThanOrEqual(0.98);
+    expect(r.notes.some((n) => n.includes('"inception-v3"'))).toBe(true);
+    expect(sys["mark-ondemand"]!.cheaper_than_mark).toBe(1);
+  });
+});

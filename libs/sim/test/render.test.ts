@@ -1,0 +1,32 @@
+import { describe, expect, it } from "vitest";
+import { renderSvg } from "../src/render/svg.js";
+import { readme } from "../src/render/readme.js";
+import { markdownTable, textTable } from "../src/render/table.js";
+import type { ScenarioResult } from "../src/scenario.js";
+
+describe("render", () => {
+  it("render - a line chart becomes an SVG with its title", async () => {
+    const svg = await renderSvg({ id: "t", title: "Goodput", xLabel: "s", yLabel: "QPS", kind: "line", series: [{ name: "a", points: [[0, 1], [1, 2]] }] });
+    expect(svg.startsWith("<svg")).toBe(true);
+    expect(svg).toContain("Goodput");
+  });
+
+  it("render - tables", () => {
+    expect(textTable([{ a: 1, b: "x" }, { a: 22.5, b: "y" }])).toBe("a     b\n----  -\n1     x\n22.5  y");
+    expect(markdownTable([{ a: "p|q" }])).toBe("| a |\n| --- |\n| p\\|q |");
+  });
+
+  it("render - README puts the paper's figure and ours side by side", () => {
+    const r: ScenarioResult = {
+      scenario: "x",
+      paper: "paper says 3×",
+      systems: [{ name: "s", cost_dollars: 1.5, slo_attainment: 0.99, p99_ms: 120 }],
+      table: [{ k: 1 }],
+      charts: [{ id: "x-c", title: "C", xLabel: "", yLabel: "", kind: "bar", series: [] }],
+      notes: ["we differ because"],
+    };
+    const md = readme([r]);
+    expect(md).toContain("| x | paper says 3× | s: cost 1.500, SLO 99%, p99 120 ms | we differ because |");
+    expect(md).toContain("![C](x-c.svg)");
+  });
+});
