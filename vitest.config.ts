@@ -5,8 +5,10 @@ export default defineConfig({
     include: ["libs/*/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/**/*.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
-    // Integration suites start their own nats-server/redis-server on free ports; two cores here.
+    // Integration suites start their own nats-server/redis-server on free ports. One file at a time:
+    // the end-to-end suites measure latency under load, and the machines have two cores.
     pool: "forks",
-    maxWorkers: 2,
+    maxWorkers: 1,
+    fileParallelism: false,
   },
 });

@@ -1,7 +1,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { startStack, REPO_ROOT, ocrModels, registerOverHttp } from "@sloserve/stack";
+import { startStack, REPO_ROOT, ocrModels, digitsModels, registerOverHttp } from "@sloserve/stack";
 
 /**
  * Starts the whole system locally: nats-server (JetStream) and redis-server on free ports, every
@@ -35,9 +35,12 @@ process.on("SIGTERM", () => void stop());
 
 say(`services up (logs: ${stack.logPath})`);
 if (!values["no-models"]) {
-  for (const model of ocrModels()) {
+  const digits = await digitsModels((p) => {
+    if (p.type === "start") say(`training ${p.model} (${p.index + 1}/${p.total}, cached after this run)...`);
+  });
+  for (const model of [...digits, ...ocrModels()]) {
     const { status, body } = await registerOverHttp(stack.httpUrl, model);
-    if (status === 201) say(`registered ${model.app}/${model.name}`);
+    if (status === 201) say(`registered ${model.app}/${model.name} (${(body.variants as unknown[]).length} variants; profiling in the background)`);
     else say(`could not register ${model.name}: ${status} ${JSON.stringify(body)}`);
   }
 }

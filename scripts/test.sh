@@ -7,5 +7,7 @@ echo "== type check"
 npx tsc -b
 echo "== lint"
 npx eslint .
+echo "== model zoo (trained once, then cached in .cache/zoo)"
+npx tsx libs/zoo/src/cli.ts
 echo "== tests"
 npx vitest run "$@"

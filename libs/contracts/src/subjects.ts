@@ -35,6 +35,11 @@ export const subjects = {
   profileProgress: (model: string) => `registry.event.profile.${model}`,
   /** Profiling jobs for the workers of one hardware kind (work queue: one worker takes each job). */
   profileJob: (hardware: string) => `profile.job.${hardware}`,
+  /** Requests to the VM autoscaler (add a worker of a hardware kind). */
+  scaleVm: "scale.vm",
+  /** Every scaling decision, with its reason (model autoscaler, VM autoscaler, dispatcher loads). */
+  decision: (source: string, worker: string) => `decision.${source}.${worker}`,
+  decisionsAll: "decision.>",
   /** Per-second query arrivals of an app, by model, from each dispatcher (input of the autoscalers and forecaster). */
   arrivals: (app: string) => `metrics.arrivals.${app}`,
   arrivalsAll: "metrics.arrivals.*",
@@ -46,12 +51,17 @@ export const streams = {
   /** Worker metrics: limits retention, one hour. */
   metrics: { name: "METRICS", subjects: ["metrics.>"] },
   /** State transitions and registry events: limits retention. */
-  events: { name: "EVENTS", subjects: ["state.>", "registry.event.>", "scale.result.>"] },
+  events: { name: "EVENTS", subjects: ["state.>", "registry.event.>", "scale.result.>", "decision.>"] },
   /** Scaling commands: work-queue retention. */
-  scale: { name: "SCALE", subjects: ["scale.model.>"] },
+  scale: { name: "SCALE", subjects: ["scale.model.>", "scale.vm"] },
   /** Profiling jobs: work-queue retention; a job waits until a worker of its hardware takes it. */
   profile: { name: "PROFILE", subjects: ["profile.job.>"] },
 } as const;
+
+/** The durable pull consumer of a variant's queue, shared by all its replicas. */
+export function queueConsumer(variant: string): string {
+  return `v-${variant}`;
+}
 
 /** JetStream object store bucket holding model binaries. */
 export const MODEL_BUCKET = "models";

@@ -6,6 +6,7 @@ import {
   decodeTensors,
   encodeTensors,
   headers,
+  queueConsumer,
   streams,
   subjects,
   tensorDataToJson,
@@ -30,17 +31,21 @@ interface Pending {
   receivedAtMs: number;
 }
 
-export function consumerName(variant: string): string {
-  return `v-${variant}`;
-}
 
 const encoder = new TextEncoder();
+
+/** How long JetStream waits for an ack before redelivering a query to another replica. */
+export const ACK_WAIT_MS = 6_000;
+/** Queries held longer than this are marked in progress, so they are not redelivered meanwhile. */
+const KEEPALIVE_MS = 2_000;
 
 export class VariantInstance {
   readonly stats = new WindowStats();
   private queue: Pending[] = [];
   private busy = false;
   private timer: NodeJS.Timeout | undefined;
+  private keepAlive: NodeJS.Timeout | undefined;
+  private inFlight: Pending[] = [];
   private messages: ConsumerMessages | undefined;
   private stopped = false;
   private running: Promise<void> = Promise.resolve();
@@ -66,7 +71,7 @@ export class VariantInstance {
   }
 
   async start(): Promise<void> {
-    const durable = consumerName(this.variant.name);
+    const durable = queueConsumer(this.variant.name);
     try {
       await this.bus.jsm.consumers.info(streams.queries.name, durable);
     } catch {
@@ -76,7 +81,9 @@ export class VariantInstance {
           filter_subject: subjects.queue(this.variant.name),
           ack_policy: AckPolicy.Explicit,
           deliver_policy: DeliverPolicy.All,
-          ack_wait: 30 * 1e9,
+          // Short, so that queries held by a replica that died (or by a pull cut off by an unload) come
+          // back soon; replicas keep the queries they hold alive with working() (see keepAlive).
+          ack_wait: ACK_WAIT_MS * 1e6,
           max_deliver: 3,
           max_ack_pending: 10_000,
         })
@@ -89,6 +96,10 @@ export class VariantInstance {
     // of the variant get their share of the queue.
     this.messages = await consumer.consume({ max_messages: Math.max(2, this.variant.maxBatch * 2) });
     void this.pump(this.messages);
+    this.keepAlive = setInterval(() => {
+      const old = Date.now() - KEEPALIVE_MS;
+      for (const p of [...this.inFlight, ...this.queue]) if (p.receivedAtMs < old) p.msg.working();
+    }, KEEPALIVE_MS);
   }
 
   private async pump(messages: ConsumerMessages): Promise<void> {
@@ -116,6 +127,7 @@ export class VariantInstance {
       if (this.timer) clearTimeout(this.timer);
       this.timer = undefined;
       const batch = this.queue.splice(0, decision.size);
+      this.inFlight = batch;
       this.busy = true;
       this.running = this.runBatch(batch).finally(() => {
         this.busy = false;
@@ -132,6 +144,7 @@ export class VariantInstance {
 
   private async runBatch(batch: Pending[]): Promise<void> {
     const started = Date.now();
+    const startedPrecise = performance.now();
     const live: Array<{ p: Pending; inputs: Tensor[]; requestId: string | undefined; id: string | undefined }> = [];
     for (const p of batch) {
       const h = p.msg.headers;
@@ -163,7 +176,7 @@ export class VariantInstance {
       }
     }
     const finished = Date.now();
-    const runMs = finished - started;
+    const runMs = performance.now() - startedPrecise;
     this.runMsEwma = this.runMsEwma === 0 ? runMs : 0.8 * this.runMsEwma + 0.2 * runMs;
     this.stats.recordBatch(runMs, live.length);
     const costPerQuery = (this.pricePerS * runMs) / 1000 / live.length;
@@ -215,13 +228,20 @@ export class VariantInstance {
     this.stats.errors++;
   }
 
-  /** Stops pulling, finishes the batch in flight, hands queued queries back, releases the engine. */
+  /**
+   * Stops pulling, finishes the batch in flight and then the queries it already holds (so that an
+   * unload loses nothing), and releases the engine.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.messages?.close().catch(() => undefined);
     await this.running;
-    for (const p of this.queue.splice(0)) p.msg.nak();
+    while (this.queue.length > 0) {
+      this.inFlight = this.queue.splice(0, this.variant.maxBatch);
+      await this.runBatch(this.inFlight);
+    }
+    if (this.keepAlive) clearInterval(this.keepAlive);
     await this.backend.release();
   }
 }

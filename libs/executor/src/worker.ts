@@ -234,7 +234,9 @@ export class Worker {
             loading: false,
             qps: f.arrivals * perSecond,
             peakQps: variant.profile.peakQps * list.length,
-            observedP50Ms: f.batches > 0 ? f.batchP50Ms : null,
+            // Fewer than 10 batches in a second is too little evidence of interference either way (and
+            // at low rates caches go cold between queries, which is no interference).
+            observedP50Ms: f.batches >= 10 ? f.batchP50Ms : null,
             profiledMs: profiledLatencyAt(variant.profile.latencyMs, Math.max(1, Math.round(f.batchSizeP50))),
           },
           now,

@@ -26,3 +26,4 @@ export * from "./baselines-autoscale.js";
 export * from "./variant-generator.js";
 export * from "./profiling.js";
 export * from "./variant-price.js";
+export * from "./variant-profile.js";

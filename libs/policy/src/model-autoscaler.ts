@@ -125,6 +125,8 @@ interface Option {
   /** T_v for a scale-down: load latency of the removed variant(s), ms. */
   waitMs: number;
   why: string;
+  /** Profiles of the variants in `remove`, to give their resources back. */
+  removed?: Map<string, VariantProfile>;
 }
 
 export function modelAutoscale(ctx: ModelAutoscalerContext): ModelAutoscalerResult {
@@ -172,7 +174,7 @@ export function modelAutoscale(ctx: ModelAutoscalerContext): ModelAutoscalerResu
       for (const u of candidates) {
         if (u.peakQps <= fastest) continue;
         const n = Math.max(1, Math.ceil(required / u.peakQps - 1e-9));
-        options.push({ kind: "upgrade", variant: u, count: n, remove: removeAll, cost: scalingCost(u, n, cfg.lambdaPerS) + runningCost, waitMs: 0, why: `upgrade to ${u.name} ×${n}` });
+        options.push({ kind: "upgrade", variant: u, count: n, remove: removeAll, removed: new Map(running.map((r) => [r.variant.name, r.variant])), cost: scalingCost(u, n, cfg.lambdaPerS) + runningCost, waitMs: 0, why: `upgrade to ${u.name} ×${n}` });
       }
       const best = pick(options);
       if (!best) {
@@ -185,7 +187,9 @@ export function modelAutoscale(ctx: ModelAutoscalerContext): ModelAutoscalerResu
       continue;
     }
 
-    // Scale down: remove one instance, or downgrade.
+    // Scale down: remove one instance, or downgrade. Not while an instance is loading: the capacity
+    // counts it already, and removing a serving instance for one that may fail to load is a gamble.
+    if (loading) continue;
     const options: Option[] = [];
     for (const r of running) {
       if (r.instances <= 0 || instances - 1 < cfg.minInstances) continue;
@@ -227,6 +231,8 @@ function pick(options: Option[]): Option | undefined {
   for (const o of options) {
     if (!best || o.cost < best.cost - 1e-12) best = o;
     else if (Math.abs(o.cost - best.cost) <= 1e-12 && rank(o) < rank(best)) best = o;
+    // Removing one of two equally priced instances: keep the one with more capacity.
+    else if (Math.abs(o.cost - best.cost) <= 1e-12 && o.kind === "remove" && best.kind === "remove" && o.variant.peakQps < best.variant.peakQps) best = o;
   }
   return best;
 }
@@ -252,10 +258,18 @@ function emitScaleUp(decisions: ModelScalingDecision[], w: string, model: string
     }
     return;
   }
-  if (fit >= best.count) {
+  // An upgrade replaces the running instances: what they hold is free for the new ones.
+  const freed = { ...free };
+  for (const r of best.remove) {
+    const v = best.removed?.get(r.variant);
+    if (v) for (const [k, need] of Object.entries(v.resources ?? {})) if (freed[k] !== undefined) freed[k] += need * r.count;
+  }
+  const fitAfter = Math.min(best.count, instancesThatFit(best.variant, freed));
+  if (fitAfter >= best.count) {
+    Object.assign(free, freed);
     consume(free, best.variant, best.count);
     decisions.push({ action: "upgrade", worker: w, model, variant: best.variant.name, count: best.count, remove: best.remove, cost: best.cost, reason: why });
   } else {
-    decisions.push({ action: "place-elsewhere", worker: w, model, variant: best.variant.name, count: best.count, remove: best.remove, reason: `${why}; ${w} lacks the resources (${fit} of ${best.count} fit)` });
+    decisions.push({ action: "place-elsewhere", worker: w, model, variant: best.variant.name, count: best.count, remove: best.remove, reason: `${why}; ${w} lacks the resources (${fitAfter} of ${best.count} fit, counting what the replaced instances free)` });
   }
 }

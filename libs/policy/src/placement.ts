@@ -20,6 +20,11 @@ export interface PlacementRequest {
   variant: string;
   hardware: string;
   threads: number;
+  /**
+   * Refuse workers busier than this (0..1). A load meant to relieve an Overloaded or Interfered
+   * variant is of no use on a worker that is itself saturated. @default Infinity
+   */
+  maxUtilisation?: number;
 }
 
 export type PlacementDecision =
@@ -30,8 +35,11 @@ export type PlacementDecision =
 export const WORKER_STALE_MS = 5_000;
 
 export function chooseWorker(workers: readonly WorkerView[], request: PlacementRequest, nowMs: number): PlacementDecision {
-  const live = workers.filter((w) => w.hardware === request.hardware && nowMs - w.seenAtMs <= WORKER_STALE_MS);
-  if (live.length === 0) return { worker: undefined, reason: `no live ${request.hardware} worker` };
+  const alive = workers.filter((w) => w.hardware === request.hardware && nowMs - w.seenAtMs <= WORKER_STALE_MS);
+  if (alive.length === 0) return { worker: undefined, reason: `no live ${request.hardware} worker` };
+  const cap = request.maxUtilisation ?? Infinity;
+  const live = alive.filter((w) => w.utilisation <= cap);
+  if (live.length === 0) return { worker: undefined, reason: `every live ${request.hardware} worker is over ${Math.round(cap * 100)}% busy` };
   const already = live.find((w) => w.variants.includes(request.variant));
   const candidates = live.filter((w) => !w.variants.includes(request.variant));
   const fits = candidates.filter((w) => w.threads - w.threadsUsed >= request.threads);

@@ -6,7 +6,9 @@
  *    query's accuracy (≥ min), latency (profiled latency at the batch size in use ≤ SLO) and cost
  *    (≤ max cost per query, if given), pick the cheapest per query; among equals, the one with the most
  *    headroom (Σ peak QPS of its instances − current QPS). Dispatch to its least-loaded worker.
- * 2. Else among **Inactive** variants, the one with the lowest load + inference latency that meets the
+ * 2. Else among **Inactive** variants (our refinement first: the cheapest that meets the requirements and
+ *    whose load + inference latency fits in the SLO, since later queries will use what is loaded now;
+ *    INFaaS's rule when none fits) the one with the lowest load + inference latency that meets the
  *    requirements; it is to be loaded on the lowest-utilised worker of its hardware, and the query waits
  *    in its queue. A variant already **Loading** that meets the requirements is preferred (lowest
  *    inference latency first): loading another one would take at least as long, and the caller must not
@@ -319,8 +321,11 @@ export class SelectionIndex {
     return best?.worker;
   }
 
-  /** INFaaS Algorithm 1 for one query of `app`. */
-  select(app: string, req: QueryRequirements): SelectionDecision {
+  /**
+   * INFaaS Algorithm 1 for one query of `app`. With `allowLoad: false` (no worker can take a new
+   * variant now) step 2 considers only variants already loading, then falls through to step 3.
+   */
+  select(app: string, req: QueryRequirements, options: { allowLoad?: boolean } = {}): SelectionDecision {
     const idx = this.apps.get(app);
     if (!idx) return { kind: "infeasible", closest: null, reason: `unknown app "${app}": no variants registered` };
     // 1. Active: cheapest per query, ties by most headroom.
@@ -364,14 +369,18 @@ export class SelectionIndex {
         reason: loading.reasons.loading,
       };
     }
-    if (inactive) {
-      const worker = this.lowestUtilised(String(inactive.v.hardware));
+    if (inactive && options.allowLoad !== false) {
+      // Our refinement: the query waits for a load anyway, so if the cheapest feasible variant can
+      // be loaded and answer within the SLO, load that one: later queries will use it.
+      const cheap = cheapestLoadableInSlo(idx.byCost, req);
+      const chosen = cheap ?? inactive;
+      const worker = this.lowestUtilised(String(chosen.v.hardware));
       return {
         kind: "load",
-        variant: inactive.v,
+        variant: chosen.v,
         ...(worker !== undefined ? { worker } : {}),
         alreadyLoading: false,
-        reason: inactive.reasons.load,
+        reason: cheap ? cheapReason(cheap) : inactive.reasons.load,
       };
     }
     // 3. Every feasible variant is loaded but Overloaded/Interfered: queue on the most headroom.
@@ -387,6 +396,22 @@ export class SelectionIndex {
     }
     return infeasible(app, idx.all, req);
   }
+}
+
+/**
+ * The cheapest Inactive variant (in `byCost` order) that meets the query and whose load plus
+ * inference latency fits in its SLO, if any.
+ */
+function cheapestLoadableInSlo(byCost: readonly Entry[], req: QueryRequirements): Entry | undefined {
+  for (const e of byCost) {
+    if (e.active || e.rt.state !== "inactive" || !e.v.profiled || !meets(e, req)) continue;
+    if (e.loadPlusInfer <= req.latencyMs) return e;
+  }
+  return undefined;
+}
+
+function cheapReason(e: Entry): string {
+  return `no active variant meets the query; load ${e.v.name}, the cheapest that meets it and whose load + inference (${Math.round(e.loadPlusInfer)} ms) fits in the SLO`;
 }
 
 function infeasible(app: string, all: Entry[], req: QueryRequirements): SelectionDecision {
@@ -419,6 +444,7 @@ export function selectVariant(
   runtimes: ReadonlyMap<string, VariantRuntime>,
   req: QueryRequirements,
   workers: readonly WorkerInfo[] = [],
+  options: { allowLoad?: boolean } = {},
 ): SelectionDecision {
   const all: Entry[] = [];
   for (const v of variants) {
@@ -447,7 +473,7 @@ export function selectVariant(
     const worker = leastLoaded(loading.rt);
     return { kind: "load", variant: loading.v, ...(worker !== undefined ? { worker } : {}), alreadyLoading: true, reason: `${loading.v.name} is loading` };
   }
-  const inactive = feasible.filter((e) => e.rt.state === "inactive").sort(byLoadCmp)[0];
+  const inactive = options.allowLoad === false ? undefined : (cheapestLoadableInSlo([...feasible].sort(byCostCmp), req) ?? feasible.filter((e) => e.rt.state === "inactive").sort(byLoadCmp)[0]);
   if (inactive) {
     let best: WorkerInfo | undefined;
     for (const w of workers) if (w.hardware === inactive.v.hardware && (!best || w.utilization < best.utilization)) best = w;

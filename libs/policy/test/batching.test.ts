@@ -78,3 +78,11 @@ describe("placement", () => {
     expect(chooseWorker([w("has", 0.0, { variants: ["v"] }), w("other", 0.9)], request, 1000).worker).toBe("other");
   });
 });
+
+describe("placement - relief loads", () => {
+  it("placement - a relief load refuses saturated workers", () => {
+    const w: WorkerView = { worker: "a", hardware: "cpu", utilisation: 0.95, threads: 2, threadsUsed: 1, variants: [], seenAtMs: 0 };
+    expect(chooseWorker([w], { variant: "v", hardware: "cpu", threads: 1, maxUtilisation: 0.8 }, 0)).toEqual({ worker: undefined, reason: "every live cpu worker is over 80% busy" });
+    expect(chooseWorker([w], { variant: "v", hardware: "cpu", threads: 1 }, 0).worker).toBe("a");
+  });
+});

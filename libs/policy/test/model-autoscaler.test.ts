@@ -62,6 +62,15 @@ describe("model-autoscaler", () => {
     });
   }
 
+  it("model-autoscaler - an upgrade may use the resources of the instances it replaces", () => {
+    // One CPU worker with 2 cores, both held: A1 (1 core, peak 100) and an unrelated variant.
+    // Load 150 > 100: upgrade to A8 (1 core, peak 600) fits only by reusing A1's core.
+    const A1 = v("A1", { latencyMs: { 1: 8 }, peakQps: 100, loadLatencyMs: 200, pricePerS: 1, resources: { cores: 1 } });
+    const A8 = v("A8", { batchSize: 8, latencyMs: { 8: 13 }, peakQps: 600, loadLatencyMs: 200, pricePerS: 1, resources: { cores: 1 } });
+    const c = ctx([[A1, 1, 150]], { worker: { name: "w1", free: { cores: 0 } }, catalog: [A1, A8] });
+    expect(brief(c)).toEqual(["upgrade A8 ×1 -A1×1"]);
+  });
+
   it("model-autoscaler - reasons explain the choice", () => {
     const d = modelAutoscale(ctx([[A, 1, 80]])).decisions[0];
     expect(d?.reason).toContain("headroom 0.06 < slack 1.05 (load 80 QPS, capacity 5 QPS)");

@@ -1,6 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { REPO_ROOT } from "./processes.js";
+import { ensureZoo, readValidationSet, DEFAULT_CACHE_DIR, type ZooProgress } from "@sloserve/zoo";
+import { encodeTensors } from "@sloserve/contracts";
 
 /** The real models that ship with the project (DESIGN.md §5), registered by `npm start`. */
 export interface BundledModel {
@@ -24,6 +26,24 @@ export function ocrModels(): BundledModel[] {
     { app: "ocr-cls", name: "ocr-cls", task: "text-direction", dataset: "paddleocr", path: join(ocr, "ch_ppocr_mobile_v2.0_cls_infer.onnx"), profileShape: { x: [3, 48, 192] } },
     { app: "ocr-rec", name: "ocr-rec", task: "text-recognition", dataset: "paddleocr", path: join(ocr, "ch_PP-OCRv4_rec_infer.onnx"), profileShape: { x: [3, 48, 320] } },
   ];
+}
+
+/**
+ * The digits family (libs/zoo): classifiers of different size and accuracy trained on MNIST digits,
+ * all in app `digits`, each with its validation split. Trains them first if the cache is empty.
+ */
+export async function digitsModels(onProgress?: (p: ZooProgress) => void): Promise<BundledModel[]> {
+  const manifest = await ensureZoo({ cacheDir: DEFAULT_CACHE_DIR, ...(onProgress ? { onProgress } : {}) });
+  const out: BundledModel[] = [];
+  for (const entry of manifest.models) {
+    const set = await readValidationSet(join(DEFAULT_CACHE_DIR, entry.files.validation));
+    const validation = encodeTensors([
+      { name: entry.inputs[0]?.name ?? "input", datatype: "FP32", shape: [set.count, 1, 28, 28], data: set.inputs },
+      { name: "labels", datatype: "UINT8", shape: [set.count], data: set.labels },
+    ]);
+    out.push({ app: "digits", name: entry.name, task: entry.task, dataset: entry.dataset, path: join(DEFAULT_CACHE_DIR, entry.files.onnx), validation });
+  }
+  return out;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Msg } from "@nats-io/transport-node";
+import type { JsMsg } from "@nats-io/jetstream";
 import {
   ErrorCode,
   ServeError,
@@ -13,6 +14,8 @@ import {
   inferRequestSchema,
   isDatatype,
   sloSchema,
+  streams,
+  queueConsumer,
   subjects,
   tensorFromJsonData,
   type ModelRecord,
@@ -26,6 +29,12 @@ import { chooseWorker, routeModelQuery, pricePerSecond, DEFAULT_TYPE_FOR_KIND, t
 import type { ClusterView } from "./cluster.js";
 import type { SelectionView } from "./selection-view.js";
 import type { ArrivalCounter } from "./arrivals.js";
+
+/** A load meant to relieve Overloaded/Interfered variants is not placed on a worker busier than this. */
+export const RELIEF_MAX_UTILISATION = 0.8;
+
+/** How often a rescue looks again for queries an unloaded replica held (a little over the ack wait). */
+const RESCUE_RECHECK_MS = 6_500;
 
 /** Default time a query may take end to end when the caller gives no deadline. */
 export const DEFAULT_TIMEOUT_MS = 30_000;
@@ -102,11 +111,18 @@ export class Dispatcher {
     };
   }
 
-  /** Asks the lowest-utilised worker of the variant's hardware to load it (not on the query's path). */
-  requestLoad(variant: VariantRecord, reason: string, nowMs: number): boolean {
+  /**
+   * Asks the lowest-utilised worker of the variant's hardware to load it (not on the query's path).
+   * `maxUtilisation` refuses saturated workers (for loads meant to relieve an overloaded variant).
+   */
+  requestLoad(variant: VariantRecord, reason: string, nowMs: number, maxUtilisation?: number): boolean {
     const pending = this.pendingLoads.get(variant.name);
     if (pending !== undefined && nowMs - pending < 60_000) return true;
-    const placement = chooseWorker(this.cluster.workerViews(), { variant: variant.name, hardware: variant.hardware, threads: variant.threads }, nowMs);
+    const placement = chooseWorker(
+      this.cluster.workerViews(),
+      { variant: variant.name, hardware: variant.hardware, threads: variant.threads, ...(maxUtilisation !== undefined ? { maxUtilisation } : {}) },
+      nowMs,
+    );
     if (!placement.worker) {
       this.log.warn({ variant: variant.name, reason: placement.reason }, "cannot place variant");
       return false;
@@ -114,11 +130,90 @@ export class Dispatcher {
     this.pendingLoads.set(variant.name, nowMs);
     const command: ScaleCommand = { id: randomUUID(), action: "load", variant: variant.name, reason: `${reason}; ${placement.reason}`, atMs: nowMs };
     this.log.info({ decision: "load", variant: variant.name, worker: placement.worker, reason: command.reason }, "scale decision");
+    this.bus.js.publish(subjects.decision("dispatcher", placement.worker), JSON.stringify({ action: "load", worker: placement.worker, model: variant.model, variant: variant.name, reason: command.reason, atMs: nowMs })).catch(() => undefined);
     this.bus.js.publish(subjects.scaleModel(placement.worker), JSON.stringify(command)).catch((err) => {
       this.pendingLoads.delete(variant.name);
       this.log.error({ err, variant: variant.name }, "could not publish load command");
     });
     return true;
+  }
+
+  private readonly rescuing = new Set<string>();
+
+  /**
+   * A variant's last instance went away while queries may still sit in its JetStream queue (they were
+   * enqueued between the unload decision and the unload): take them out and route them again, so that
+   * an accepted query is answered or refused, never left to time out. Runs on the state event that
+   * makes the variant inactive everywhere.
+   */
+  async rescue(variantName: string, nowMs: number): Promise<number> {
+    const variant = this.catalog.variants.get(variantName);
+    if (!variant || this.rescuing.has(variantName)) return 0;
+    this.rescuing.add(variantName);
+    let moved = 0;
+    try {
+      const consumer = await this.bus.js.consumers.get(streams.queries.name, queueConsumer(variantName)).catch(() => undefined);
+      if (!consumer) return 0;
+      // Queries a cut-off pull had in flight come back after the ack wait: look a few more times.
+      for (let round = 0; round < 4; round++) {
+        let stop = false;
+        for (;;) {
+          if ((this.cluster.instances.get(variantName)?.size ?? 0) > 0) return moved; // loaded again meanwhile
+          const batch = await consumer.fetch({ max_messages: 256, expires: 1000 });
+          let n = 0;
+          for await (const m of batch) {
+            n++;
+            if (await this.reroute(m, variant, nowMs)) moved++;
+            else stop = true;
+            if (stop) break;
+          }
+          if (n === 0 || stop) break;
+        }
+        if (stop) break;
+        const info = await consumer.info();
+        if (info.num_ack_pending === 0 && info.num_pending === 0) break;
+        await new Promise((r) => setTimeout(r, RESCUE_RECHECK_MS));
+      }
+      if (moved) this.log.info({ variant: variantName, moved }, "rescued queries from an unloaded variant's queue");
+    } catch (err) {
+      this.log.warn({ err, variant: variantName }, "rescue of an unloaded variant's queue failed");
+    } finally {
+      this.rescuing.delete(variantName);
+    }
+    return moved;
+  }
+
+  /** Routes one queued query again; false when it should stay (its variant is the best and will load). */
+  private async reroute(m: JsMsg, from: VariantRecord, nowMs: number): Promise<boolean> {
+    const h = m.headers;
+    const replyTo = h?.get(headers.replyTo) || undefined;
+    const requestId = h?.get(headers.requestId) || undefined;
+    try {
+      const sloMs = Number(h?.get(headers.sloLatencyMs));
+      let target: VariantRecord | undefined;
+      if (sloMs > 0) {
+        const maxCost = Number(h?.get(headers.sloMaxCost));
+        target = this.chooseForApp(from.app, { latencyMs: sloMs, minAccuracy: Number(h?.get(headers.sloMinAccuracy)) || 0, maxCostPerQuery: maxCost > 0 ? maxCost : undefined }, nowMs);
+      } else {
+        const model = this.catalog.models.get(from.model);
+        const decision = model ? routeModelQuery(this.candidates(model, nowMs)) : { kind: "none" as const, reason: "the model is gone" };
+        if (decision.kind === "none") throw new ServeError(ErrorCode.noCapacity, `the variant serving this query was unloaded and nothing else can serve it: ${decision.reason}`);
+        target = this.catalog.variants.get(decision.variant);
+        if (target && decision.kind === "load") this.requestLoad(target, `queries left in the queue of unloaded ${from.name}`, nowMs);
+      }
+      if (!target || target.name === from.name) {
+        if (target) this.requestLoad(target, `queries left in its queue`, nowMs);
+        m.nak();
+        return false;
+      }
+      await this.bus.js.publish(subjects.queue(target.name), m.data, { headers: h });
+      m.ack();
+      return true;
+    } catch (err) {
+      replyError(this.bus.nc, replyTo, err, requestId);
+      m.ack();
+      return true;
+    }
   }
 
   /** A load finished or failed: forget that we asked. */
@@ -160,7 +255,31 @@ export class Dispatcher {
     const parsed = sloSchema.safeParse(slo);
     if (!parsed.success) throw new ServeError(ErrorCode.badRequest, `a model-less query needs its requirements: slo.${describeZodError(parsed.error)}`);
     const req = { latencyMs: parsed.data.latency_ms, minAccuracy: parsed.data.min_accuracy, maxCostPerQuery: parsed.data.max_cost };
-    const decision = this.selection.index.select(app, req);
+    const variant = this.chooseForApp(app, req, now);
+    this.arrivals.count(app, variant.model, req.latencyMs);
+    await this.enqueue(msg, variant, payload, json, now, req);
+  }
+
+  /**
+   * INFaaS Algorithm 1 through the selection index, then the load it asks for. When the load can't be
+   * placed (no worker, or — for a load meant to relieve Overloaded/Interfered variants — only
+   * saturated workers), the query goes to the best loaded variant instead (selection step 3).
+   */
+  private chooseForApp(app: string, req: { latencyMs: number; minAccuracy: number; maxCostPerQuery: number | undefined }, now: number): VariantRecord {
+    let decision = this.selection.index.select(app, req);
+    let placementFailed: string | undefined;
+    if (decision.kind === "load" && !decision.alreadyLoading) {
+      const candidate = this.catalog.variants.get(decision.variant.name);
+      const index = this.selection.index;
+      const relief = index.variantsOf(app).some((v) => ["overloaded", "interfered"].includes(index.runtime(v.name).state));
+      if (!candidate || !this.requestLoad(candidate, `model-less query for ${app}: ${decision.reason}`, now, relief ? RELIEF_MAX_UTILISATION : undefined)) {
+        placementFailed = `cannot place ${decision.variant.name}${relief ? ` (relief loads avoid workers over ${RELIEF_MAX_UTILISATION * 100}% busy)` : ""}`;
+        decision = index.select(app, req, { allowLoad: false });
+      }
+    }
+    if (decision.kind === "infeasible" && placementFailed) {
+      throw new ServeError(ErrorCode.noCapacity, `app '${app}' has variants that meet the requirements, but none is loaded and no worker can load one now: ${placementFailed}`);
+    }
     if (decision.kind === "infeasible") {
       this.arrivals.countInfeasible(app);
       const c = decision.closest;
@@ -169,16 +288,12 @@ export class Dispatcher {
         c
           ? `no variant of app '${app}' meets the requirements (${decision.reason}); the closest is ${c.variant}: accuracy ${c.accuracy}, latency ${c.latency_ms} ms, $${c.cost_per_query.toPrecision(3)} per query`
           : `no variant of app '${app}' meets the requirements: ${decision.reason}`,
-        { closest: c, requested: parsed.data },
+        { closest: c, requested: { latency_ms: req.latencyMs, min_accuracy: req.minAccuracy, max_cost: req.maxCostPerQuery } },
       );
     }
     const variant = this.catalog.variants.get(decision.variant.name);
     if (!variant) throw new ServeError(ErrorCode.internal, `selected variant ${decision.variant.name} is not in the catalog`);
-    if (decision.kind === "load" && !decision.alreadyLoading && !this.requestLoad(variant, `model-less query for ${app}: ${decision.reason}`, now)) {
-      throw new ServeError(ErrorCode.noCapacity, `no ${variant.hardware} worker can load ${variant.name}`);
-    }
-    this.arrivals.count(app, variant.model, req.latencyMs);
-    await this.enqueue(msg, variant, payload, json, now, req.latencyMs);
+    return variant;
   }
 
   async handleVariantQuery(msg: Msg, variantName: string): Promise<void> {
@@ -196,7 +311,7 @@ export class Dispatcher {
   }
 
   /** Puts the query on the variant's JetStream queue; the executor answers the caller directly. */
-  private async enqueue(msg: Msg, variant: VariantRecord, payload: Uint8Array, json: boolean, nowMs: number, sloMs?: number): Promise<void> {
+  private async enqueue(msg: Msg, variant: VariantRecord, payload: Uint8Array, json: boolean, nowMs: number, slo?: { latencyMs: number; minAccuracy: number; maxCostPerQuery: number | undefined }): Promise<void> {
     if (!msg.reply) throw new ServeError(ErrorCode.badRequest, "queries must be sent as requests (with a reply subject)");
     const h = msg.headers;
     const deadline = Number(h?.get(headers.deadline)) || nowMs + DEFAULT_TIMEOUT_MS;
@@ -210,7 +325,9 @@ export class Dispatcher {
           [headers.accept]: accept,
           [headers.receivedAt]: Number(h?.get(headers.receivedAt)) || nowMs,
           [headers.enqueuedAt]: Date.now(),
-          [headers.sloLatencyMs]: sloMs,
+          [headers.sloLatencyMs]: slo?.latencyMs,
+          [headers.sloMinAccuracy]: slo?.minAccuracy,
+          [headers.sloMaxCost]: slo?.maxCostPerQuery,
         }),
       });
     } catch (err) {

@@ -52,6 +52,7 @@ await runService("dispatcher", process.env, async (log) => {
         cluster.applyState(parsed.data);
         if (parsed.data.state !== "loading") dispatcher.settled(parsed.data.variant);
         selection.refreshRuntime(cluster);
+        if (parsed.data.state === "inactive" && !(cluster.instances.get(parsed.data.variant)?.size ?? 0)) void dispatcher.rescue(parsed.data.variant, Date.now());
       },
     }),
     bus.nc.subscribe(subjects.workerMetricsAll, {

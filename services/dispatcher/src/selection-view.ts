@@ -1,5 +1,5 @@
 import type { VariantRecord } from "@sloserve/contracts";
-import { SelectionIndex, variantPricePerSecond, type VariantProfile, type VariantRuntime } from "@sloserve/policy";
+import { SelectionIndex, toVariantProfile, type VariantRuntime } from "@sloserve/policy";
 import type { ClusterView } from "./cluster.js";
 
 /**
@@ -10,26 +10,9 @@ export class SelectionView {
   readonly index = new SelectionIndex();
   private readonly names = new Set<string>();
 
-  static profileOf(v: VariantRecord): VariantProfile | undefined {
-    if (!v.profiled || !v.profile) return undefined;
-    return {
-      name: v.name,
-      model: v.model,
-      app: v.app,
-      hardware: v.hardware,
-      batchSize: v.maxBatch,
-      accuracy: v.accuracy ?? 0,
-      latencyMs: Object.fromEntries(Object.entries(v.profile.latencyMs).map(([b, ms]) => [Number(b), ms])),
-      peakQps: v.profile.peakQps,
-      loadLatencyMs: v.profile.loadLatencyMs,
-      pricePerS: variantPricePerSecond(v.hardware, v.threads),
-      profiled: true,
-    };
-  }
-
   /** A variant was registered, profiled or changed. */
   upsert(v: VariantRecord): void {
-    const profile = SelectionView.profileOf(v);
+    const profile = toVariantProfile(v);
     if (profile) {
       this.index.upsertVariant(profile);
       this.names.add(v.name);

@@ -13,6 +13,7 @@ import {
 import { connectBus, replyError, runService } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
 import { registerModel, unregisterModel } from "./register.js";
+import { quantizeWeightsInt8 } from "@sloserve/zoo";
 
 /**
  * registrar: registers models (`registry.request.register`) and removes them
@@ -25,13 +26,36 @@ const envSchema = commonEnvSchema.extend({
     .default("cpu,gpu,inferentia")
     .transform((s) => s.split(",").map((h) => h.trim()).filter(Boolean))
     .pipe(z.array(hardwareSchema).min(1)),
+  /** Max batch sizes of the generated variants, comma-separated. @default 1,2,4,8,16,32,64 */
+  VARIANT_BATCH_SIZES: z
+    .string()
+    .default("1,2,4,8,16,32,64")
+    .transform((s) => s.split(",").map((b) => Number(b.trim())))
+    .pipe(z.array(z.number().int().min(1).max(1024)).min(1)),
+  /** CPU thread counts of the generated variants, comma-separated. @default 1,2 */
+  VARIANT_CPU_THREADS: z
+    .string()
+    .default("1,2")
+    .transform((s) => s.split(",").map((b) => Number(b.trim())))
+    .pipe(z.array(z.number().int().min(1).max(256)).min(1)),
   /** Queue profiling jobs at registration. @default true */
   PROFILE_ON_REGISTER: z.enum(["true", "false"]).default("true").transform((v) => v === "true"),
 });
 
 await runService("registrar", process.env, async (log) => {
   const options = compileOptions(envSchema, process.env, "registrar");
-  const registrarOptions = { hardware: options.VARIANT_HARDWARE, profile: options.PROFILE_ON_REGISTER, log };
+  const registrarOptions = {
+    hardware: options.VARIANT_HARDWARE,
+    batchSizes: options.VARIANT_BATCH_SIZES,
+    cpuThreads: options.VARIANT_CPU_THREADS,
+    profile: options.PROFILE_ON_REGISTER,
+    log,
+    // Weight-only int8 rewrite of Gemm/MatMul weights (libs/zoo); models without such weights get no int8 variant.
+    quantize: async (bytes: Uint8Array) => {
+      const result = quantizeWeightsInt8(bytes);
+      return result.weights.length > 0 ? result.model : undefined;
+    },
+  };
   const bus = await connectBus({ servers: options.NATS_URL, name: "registrar", log });
   const store = MetadataStore.connect(options.REDIS_URL);
   const encode = (v: unknown): string => JSON.stringify(v);

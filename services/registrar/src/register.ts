@@ -30,6 +30,10 @@ export interface Registered {
 export interface RegistrarOptions {
   /** Hardware kinds to generate variants for. */
   hardware: Hardware[];
+  /** Max batch sizes of the variants (powers of two by default). */
+  batchSizes?: number[];
+  /** CPU thread counts of the CPU variants. */
+  cpuThreads?: number[];
   /** Publish profiling jobs at registration. */
   profile: boolean;
   /** Rewrites a model to int8 weights; undefined when it cannot. */
@@ -134,7 +138,7 @@ export async function registerModel(bus: Bus, store: MetadataStore, request: Reg
       profileShape,
     };
     const batchable = [...model.inputs, ...model.outputs].every((s) => s.shape.length > 0 && s.shape[0] === -1);
-    const variants: VariantRecord[] = generateVariants({ model: name, app, batchable, objects: { fp32: object, int8: int8Object } }, { hardware: options.hardware });
+    const variants: VariantRecord[] = generateVariants({ model: name, app, batchable, objects: { fp32: object, int8: int8Object } }, { hardware: options.hardware, ...(options.batchSizes ? { batchSizes: options.batchSizes } : {}), ...(options.cpuThreads ? { cpuThreads: options.cpuThreads } : {}) });
     if (!(await store.createModel(model, variants))) {
       throw new ServeError(ErrorCode.modelExists, `a model named '${name}' is already registered`);
     }
