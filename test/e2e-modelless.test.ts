@@ -131,7 +131,7 @@ describe("e2e model-less", () => {
   });
 
   it("model-less - a load step makes the system scale, the SLO is met after it, and instances go after the load drops", async () => {
-    const sloMs = 100;
+    const sloMs = 150;
     const payload = encodeTensors([{ name: "input", datatype: "FP32", shape: [1, 1, 28, 28], data: Float32Array.from(image(1)) }]);
     const h = natsHeaders();
     h.set(headers.contentType, contentTypes.wire);
@@ -173,7 +173,7 @@ describe("e2e model-less", () => {
     await drive(100, 20);
     const scaled = decisions.filter((d) => d.atMs >= stepAt && d.model === "heavy-mlp" && ["replicate", "upgrade", "load", "place-elsewhere"].includes(d.action));
     expect(scaled.length, JSON.stringify(decisions.slice(-10))).toBeGreaterThan(0);
-    // After the system adapted (the last 8 s of the step), ≥ 99% of queries met the 100 ms SLO.
+    // After the system adapted (the last 8 s of the step), ≥ 99% of queries met the 150 ms SLO.
     const late = results.filter((r) => r.sentMs >= stepAt + 12_000 && r.sentMs < stepAt + 20_000);
     const met = late.filter((r) => r.ok && r.latencyMs <= sloMs).length / late.length;
     const sorted = late.map((r) => r.latencyMs).sort((a, b) => a - b);

@@ -168,7 +168,9 @@ export const workerReportSchema = z.object({
   startedAtMs: z.number(),
   threads: z.number().int().min(1),
   threadsUsed: z.number().int().nonnegative(),
+  /** Memory the worker offers to variants, and what its loaded instances take (from their profiles). */
   memoryBytes: z.number().nonnegative(),
+  memoryUsedBytes: z.number().nonnegative().default(0),
   rssBytes: z.number().nonnegative(),
   variants: z.array(variantMetricsSchema),
 });

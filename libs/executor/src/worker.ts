@@ -33,6 +33,8 @@ export interface WorkerOptions {
   reportEveryMs?: number;
   /** Take profiling jobs for this hardware. @default true */
   profile?: boolean;
+  /** Memory this worker offers to variant instances, bytes (their profiled memory is reserved). */
+  memoryBytes: number;
 }
 
 const json = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
@@ -171,6 +173,10 @@ export class Worker {
     if (!variant) throw new Error(`unknown variant ${variantName}`);
     if (variant.hardware !== this.hardware) throw new Error(`variant ${variantName} needs ${variant.hardware}, this worker is ${this.hardware}`);
     const existing = this.instances.get(variant.name) ?? [];
+    const need = (variant.profile?.memoryBytes ?? 0) * count;
+    if (this.memoryUsed() + need > this.options.memoryBytes) {
+      throw new Error(`not enough memory for ${count} instance(s) of ${variant.name}: needs ${need} bytes, ${Math.max(0, this.options.memoryBytes - this.memoryUsed())} free`);
+    }
     if (existing.length === 0) await this.setState(variant.name, variant.model, "loading", reason);
     try {
       const bytes = await this.bus.models.getBlob(variant.object);
@@ -267,6 +273,7 @@ export class Worker {
     for (const t of transitions) void this.setState(t.variant, t.model, t.state, t.reason).catch((err) => this.log.warn({ err }, "state publish failed"));
     const threadsUsed = [...this.instances.values()].flat().reduce((sum, i) => sum + i.variant.threads, 0);
     const mem = process.memoryUsage();
+    const memoryUsedBytes = this.memoryUsed();
     return {
       worker: this.id,
       hardware: this.hardware,
@@ -274,7 +281,8 @@ export class Worker {
       startedAtMs: this.startedAtMs,
       threads: this.options.threads,
       threadsUsed,
-      memoryBytes: mem.rss,
+      memoryBytes: this.options.memoryBytes,
+      memoryUsedBytes,
       rssBytes: mem.rss,
       variants,
     };
@@ -283,6 +291,11 @@ export class Worker {
   private async report(): Promise<void> {
     const report = this.buildReport();
     await Promise.all([this.bus.js.publish(subjects.workerMetrics(this.id), json(report)), this.store.putWorker(report, 5_000)]);
+  }
+
+  /** Memory reserved by loaded instances: each takes what its profile measured. */
+  private memoryUsed(): number {
+    return [...this.instances.values()].flat().reduce((sum, i) => sum + (i.variant.profile?.memoryBytes ?? 0), 0);
   }
 
   /** Unloads everything (queued queries go back to the queue for other replicas) and leaves. */

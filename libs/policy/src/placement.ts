@@ -10,6 +10,9 @@ export interface WorkerView {
   utilisation: number;
   threads: number;
   threadsUsed: number;
+  /** Memory offered to instances and memory reserved by them, bytes (0/0 when not accounted). */
+  memoryBytes?: number;
+  memoryUsedBytes?: number;
   /** Variants already loaded or loading there. */
   variants: readonly string[];
   /** When the report was received, ms. */
@@ -20,11 +23,18 @@ export interface PlacementRequest {
   variant: string;
   hardware: string;
   threads: number;
+  /** Memory one instance takes (its profile), bytes. @default 0 */
+  memoryBytes?: number;
   /**
    * Refuse workers busier than this (0..1). A load meant to relieve an Overloaded or Interfered
    * variant is of no use on a worker that is itself saturated. @default Infinity
    */
   maxUtilisation?: number;
+  /**
+   * Place on a worker without free threads when none has them (a first load must go somewhere; a
+   * relief load on an oversubscribed worker only slows what runs there). @default true
+   */
+  allowOversubscription?: boolean;
 }
 
 export type PlacementDecision =
@@ -41,9 +51,13 @@ export function chooseWorker(workers: readonly WorkerView[], request: PlacementR
   const live = alive.filter((w) => w.utilisation <= cap);
   if (live.length === 0) return { worker: undefined, reason: `every live ${request.hardware} worker is over ${Math.round(cap * 100)}% busy` };
   const already = live.find((w) => w.variants.includes(request.variant));
-  const candidates = live.filter((w) => !w.variants.includes(request.variant));
+  const needMemory = request.memoryBytes ?? 0;
+  const candidates = live.filter((w) => !w.variants.includes(request.variant) && (w.memoryBytes === undefined || (w.memoryUsedBytes ?? 0) + needMemory <= w.memoryBytes));
   const fits = candidates.filter((w) => w.threads - w.threadsUsed >= request.threads);
-  const pool = fits.length > 0 ? fits : candidates;
+  const pool = fits.length > 0 || request.allowOversubscription === false ? fits : candidates;
+  if (pool.length === 0 && candidates.length > 0) {
+    return { worker: undefined, reason: `no ${request.hardware} worker has ${request.threads} free thread(s) for ${request.variant}` };
+  }
   if (pool.length === 0) {
     return already
       ? { worker: undefined, reason: `every live ${request.hardware} worker already runs ${request.variant}` }

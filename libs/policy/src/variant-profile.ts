@@ -5,7 +5,7 @@ import { variantPricePerSecond } from "./variant-price.js";
 /**
  * A registered variant as the decision code sees it (selection, model autoscaling); undefined while
  * it is unprofiled, since unprofiled variants are never chosen. A CPU variant needs `threads` cores
- * of a worker; an accelerator variant one accelerator.
+ * of a worker, an accelerator variant one accelerator; each needs the memory its profile measured.
  */
 export function toVariantProfile(v: VariantRecord): VariantProfile | undefined {
   if (!v.profiled || !v.profile) return undefined;
@@ -21,6 +21,6 @@ export function toVariantProfile(v: VariantRecord): VariantProfile | undefined {
     loadLatencyMs: v.profile.loadLatencyMs,
     pricePerS: variantPricePerSecond(v.hardware, v.threads),
     profiled: true,
-    resources: v.hardware === "cpu" ? { threads: v.threads } : { accelerators: 1 },
+    resources: v.hardware === "cpu" ? { threads: v.threads, memoryBytes: v.profile.memoryBytes } : { accelerators: 1, memoryBytes: v.profile.memoryBytes },
   };
 }

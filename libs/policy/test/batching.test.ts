@@ -86,3 +86,20 @@ describe("placement - relief loads", () => {
     expect(chooseWorker([w], { variant: "v", hardware: "cpu", threads: 1 }, 0).worker).toBe("a");
   });
 });
+
+describe("placement - memory", () => {
+  it("placement - skips workers without the memory the variant's profile needs", () => {
+    const w = (worker: string, used: number): WorkerView => ({ worker, hardware: "cpu", utilisation: 0, threads: 4, threadsUsed: 0, memoryBytes: 1000, memoryUsedBytes: used, variants: [], seenAtMs: 0 });
+    // a: 900 + 200 > 1000; b: 700 + 200 ≤ 1000
+    expect(chooseWorker([w("a", 900), w("b", 700)], { variant: "v", hardware: "cpu", threads: 1, memoryBytes: 200 }, 0).worker).toBe("b");
+    expect(chooseWorker([w("a", 900)], { variant: "v", hardware: "cpu", threads: 1, memoryBytes: 200 }, 0).worker).toBeUndefined();
+  });
+});
+
+describe("placement - oversubscription", () => {
+  it("placement - a first load may oversubscribe threads; a relief load may not", () => {
+    const full: WorkerView = { worker: "a", hardware: "cpu", utilisation: 0.3, threads: 2, threadsUsed: 2, variants: ["x"], seenAtMs: 0 };
+    expect(chooseWorker([full], { variant: "v", hardware: "cpu", threads: 1 }, 0).worker).toBe("a");
+    expect(chooseWorker([full], { variant: "v", hardware: "cpu", threads: 1, allowOversubscription: false }, 0)).toEqual({ worker: undefined, reason: "no cpu worker has 1 free thread(s) for v" });
+  });
+});

@@ -92,6 +92,8 @@ export class ClusterView {
       utilisation: report.variants.reduce((sum, v) => sum + v.utilisation, 0) / Math.max(1, report.threads),
       threads: report.threads,
       threadsUsed: report.threadsUsed,
+      memoryBytes: report.memoryBytes,
+      memoryUsedBytes: report.memoryUsedBytes,
       variants: report.variants.map((v) => v.variant),
       seenAtMs,
     }));

@@ -120,7 +120,14 @@ export class Dispatcher {
     if (pending !== undefined && nowMs - pending < 60_000) return true;
     const placement = chooseWorker(
       this.cluster.workerViews(),
-      { variant: variant.name, hardware: variant.hardware, threads: variant.threads, ...(maxUtilisation !== undefined ? { maxUtilisation } : {}) },
+      {
+        variant: variant.name,
+        hardware: variant.hardware,
+        threads: variant.threads,
+        memoryBytes: variant.profile?.memoryBytes ?? 0,
+        // A relief load only helps on a worker with room: not saturated, threads free.
+        ...(maxUtilisation !== undefined ? { maxUtilisation, allowOversubscription: false } : {}),
+      },
       nowMs,
     );
     if (!placement.worker) {

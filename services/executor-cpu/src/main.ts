@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { hostname, availableParallelism } from "node:os";
+import { hostname, availableParallelism, totalmem } from "node:os";
 import { z } from "zod";
 import { commonEnvSchema, compileOptions } from "@sloserve/contracts";
 import { connectBus, runService } from "@sloserve/bus";
@@ -12,6 +12,8 @@ const envSchema = commonEnvSchema.extend({
   WORKER_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/).optional(),
   /** Threads this worker offers to its variants. @default the machine's cores */
   WORKER_THREADS: z.coerce.number().int().min(1).default(availableParallelism()),
+  /** Memory offered to variant instances, MiB. @default 80% of the machine's memory */
+  WORKER_MEMORY_MB: z.coerce.number().int().min(64).default(Math.floor((totalmem() * 0.8) / 1048576)),
 });
 
 await runService("executor-cpu", process.env, async (log) => {
@@ -19,10 +21,10 @@ await runService("executor-cpu", process.env, async (log) => {
   const id = options.WORKER_ID ?? `cpu-${hostname().replace(/[^A-Za-z0-9_-]/g, "").slice(0, 20) || "host"}-${randomBytes(3).toString("hex")}`;
   const bus = await connectBus({ servers: options.NATS_URL, name: `executor-cpu ${id}`, log });
   const store = MetadataStore.connect(options.REDIS_URL);
-  const worker = new Worker(bus, store, onnxBackend("cpu", ["cpu"]), { id, threads: options.WORKER_THREADS }, log.child({ worker: id }));
+  const worker = new Worker(bus, store, onnxBackend("cpu", ["cpu"]), { id, threads: options.WORKER_THREADS, memoryBytes: options.WORKER_MEMORY_MB * 1048576 }, log.child({ worker: id }));
   await worker.start();
   return {
-    info: { worker: id, threads: options.WORKER_THREADS },
+    info: { worker: id, threads: options.WORKER_THREADS, memoryMb: options.WORKER_MEMORY_MB },
     async stop() {
       await worker.stop();
       await bus.close();

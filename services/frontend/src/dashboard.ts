@@ -20,8 +20,8 @@ async function refresh() {
   try {
     const s = await (await fetch("/v1/status")).json();
     document.getElementById("at").textContent = new Date(s.atMs).toLocaleTimeString();
-    table("workers", ["worker", "hardware", "threads used", "RSS MB", "variants"], s.workers.map((w) =>
-      [esc(w.worker), esc(w.hardware), w.threadsUsed + " / " + w.threads, (w.rssBytes / 1048576).toFixed(0), w.variants.length]));
+    table("workers", ["worker", "hardware", "threads used", "memory reserved MB", "RSS MB", "variants"], s.workers.map((w) =>
+      [esc(w.worker), esc(w.hardware), w.threadsUsed + " / " + w.threads, (w.memoryUsedBytes / 1048576).toFixed(0) + " / " + (w.memoryBytes / 1048576).toFixed(0), (w.rssBytes / 1048576).toFixed(0), w.variants.length]));
     const rows = [];
     for (const w of s.workers) for (const v of w.variants) rows.push([esc(v.variant), esc(w.worker), '<span class="' + esc(v.state) + '">' + esc(v.state) + "</span>",
       v.arrivals, v.served, v.errors, v.queueLength, v.latencyP50Ms.toFixed(1), v.latencyP99Ms.toFixed(1), (v.utilisation * 100).toFixed(0) + "%"]);

@@ -132,7 +132,7 @@ export class ModelAutoscalerController {
     }
     const result = modelAutoscale({
       nowMs,
-      worker: { name: report.worker, free: { threads: Math.max(0, report.threads - report.threadsUsed) } },
+      worker: { name: report.worker, free: { threads: Math.max(0, report.threads - report.threadsUsed), memoryBytes: Math.max(0, report.memoryBytes - report.memoryUsedBytes) } },
       running,
       catalog,
       sloMsByModel,
@@ -188,10 +188,12 @@ export class ModelAutoscalerController {
             utilisation: r.variants.reduce((s, v) => s + v.utilisation, 0) / Math.max(1, r.threads),
             threads: r.threads,
             threadsUsed: r.threadsUsed,
+            memoryBytes: r.memoryBytes,
+            memoryUsedBytes: r.memoryUsedBytes,
             variants: [] as string[],
             seenAtMs,
           }));
-        const placement = record ? chooseWorker(others, { variant: d.variant, hardware: record.hardware, threads: record.threads }, nowMs) : { worker: undefined, reason: "unknown variant" };
+        const placement = record ? chooseWorker(others, { variant: d.variant, hardware: record.hardware, threads: record.threads, memoryBytes: record.profile?.memoryBytes ?? 0 }, nowMs) : { worker: undefined, reason: "unknown variant" };
         if (placement.worker) {
           const target = this.reports.get(placement.worker)?.report;
           await this.send(placement.worker, { action: "add", variant: d.variant, count: d.count, reason: `${d.reason}; placed on ${placement.worker}: ${placement.reason}` }, nowMs, target ? this.instancesOn(target, d.variant) : 0);
