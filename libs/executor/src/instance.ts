@@ -194,7 +194,7 @@ export class VariantInstance {
       const timing = {
         queue: Math.max(0, started - l.p.queuedAtMs - batchWait),
         batch_wait: batchWait,
-        inference: runMs,
+        inference: Math.round(runMs * 1000) / 1000,
         total: finished - receivedAt,
       };
       const slo = Number(l.p.msg.headers?.get(headers.sloLatencyMs));

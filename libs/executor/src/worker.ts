@@ -17,7 +17,7 @@ import type { BackendFactory } from "./backend.js";
 import { VariantInstance } from "./instance.js";
 import { runProfile } from "./profiler.js";
 import { mergeFigures } from "./stats.js";
-import { nextState, profiledLatencyAt, type VariantStateMemory } from "@sloserve/policy";
+import { DEFAULT_VARIANT_STATE_CONFIG, nextState, profiledLatencyAt, type VariantStateMemory } from "@sloserve/policy";
 
 /**
  * A worker process ("VM" in INFaaS terms): holds several variant instances, obeys load/unload
@@ -246,6 +246,9 @@ export class Worker {
             profiledMs: profiledLatencyAt(variant.profile.latencyMs, Math.max(1, Math.round(f.batchSizeP50))),
           },
           now,
+          // The executor's span (decode, concatenate, run, split) is a little longer than the
+          // profiler's (run only): 20% plus 2 ms before a batch counts as slow.
+          { ...DEFAULT_VARIANT_STATE_CONFIG, interferenceFloorMs: 2 },
         );
         this.memories.set(name, step.memory);
         if (step.changed) {

@@ -28,6 +28,11 @@ export interface VariantStateConfig {
   interferenceMargin: number;
   /** Consecutive observations above the margin before Interfered. @default 3 */
   interferenceSeconds: number;
+  /**
+   * Absolute slack added to the margin, ms: for sub-millisecond models a relative margin alone
+   * flags timer and scheduling noise as interference. @default 0
+   */
+  interferenceFloorMs?: number;
 }
 
 export const DEFAULT_VARIANT_STATE_CONFIG: VariantStateConfig = { interferenceMargin: 0.2, interferenceSeconds: 3 };
@@ -80,7 +85,7 @@ export function nextState(
     if (obs.loading) return to("loading", 0, "load in progress");
     return to("inactive", 0, prev.state === "inactive" ? "not loaded" : "unloaded");
   }
-  const limit = obs.profiledMs * (1 + config.interferenceMargin);
+  const limit = obs.profiledMs * (1 + config.interferenceMargin) + (config.interferenceFloorMs ?? 0);
   const slow = obs.observedP50Ms !== null && obs.observedP50Ms > limit;
   // With no query served this second there is no evidence either way: keep the count.
   const slowCount = obs.observedP50Ms === null ? prev.slowCount : slow ? prev.slowCount + 1 : 0;

@@ -33,6 +33,18 @@ describe("variant-state", () => {
     });
   }
 
+  it("variant-state - an absolute floor keeps sub-millisecond noise from counting as interference", () => {
+    // profiled 0.04 ms: 0.04 × 1.2 = 0.048 < 0.13 (slow without a floor); 0.048 + 2 = 2.048 > 0.13 with one.
+    const cfg = { interferenceMargin: 0.2, interferenceSeconds: 3 };
+    const run = (floor?: number): string => {
+      let mem = initialVariantState(0);
+      for (let i = 1; i <= 3; i++) mem = nextState(mem, { ...base, profiledMs: 0.04, observedP50Ms: 0.13 }, i * 1000, floor === undefined ? cfg : { ...cfg, interferenceFloorMs: floor }).memory;
+      return mem.state;
+    };
+    expect(run()).toBe("interfered");
+    expect(run(2)).toBe("active");
+  });
+
   it("variant-state - reasons and since-times", () => {
     const s1 = nextState(initialVariantState(0), { ...base, qps: 150 }, 5000);
     expect(s1).toMatchObject({ changed: true, memory: { state: "overloaded", sinceMs: 5000 }, reason: "QPS 150 ≥ profiled peak 100" });

@@ -100,7 +100,9 @@ export class Dispatcher {
     return {
       variant: v.name,
       hardware: v.hardware,
-      activeInstances: this.cluster.count(v.name, "active"),
+      // A named model or variant is served by its instances whatever their state: Overloaded or
+      // Interfered instances still drain their queue; adding capacity is the autoscaler's job.
+      activeInstances: this.cluster.count(v.name, "active") + this.cluster.count(v.name, "overloaded") + this.cluster.count(v.name, "interfered"),
       loadingInstances: this.cluster.count(v.name, "loading") + loadingPending,
       arrivalsPerS: load?.arrivalsPerS ?? 0,
       queueLength: load?.queueLength ?? 0,

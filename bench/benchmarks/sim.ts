@@ -1,0 +1,110 @@
+/**
+ * The discrete-event simulator (libs/sim): wall time to simulate one hour at 1 000 QPS (≈ 3.6 M
+ * queries), two ways:
+ *
+ * - `stack` (the summary's figure): libs/sim's own `stackBenchmark`, the whole INFaaS policy stack
+ *   (per-query selection, variant state machine and model autoscaler every second, VM autoscaler
+ *   every 2 s, four apps × the four ResNet50 variants of INFaaS §6.2, machines that boot in 30 s);
+ * - `routing`: the engine with only per-query selection on the query path: every arrival is routed by
+ *   `SelectionIndex.select` to one of four variants' batched queues (fixed priced replicas, Wbatch 0,
+ *   late queries shed), a monitor feeds arrival rates back every second; 700 QPS needing accuracy ≥
+ *   75% and 300 QPS with no floor, Gamma arrivals (CV 1), SLO 100 ms. The difference between the two
+ *   is what the controllers cost.
+ */
+import { SelectionIndex, type VariantProfile } from "@sloserve/policy";
+import { Simulator, drop, gammaArrivals, stackBenchmark, type Queue } from "@sloserve/sim";
+import { round } from "../lib/stats.js";
+
+export interface SimRun {
+  hourS: number;
+  arrivals: number;
+  events: number;
+  eventsPerS: number;
+  sloAttainment: number;
+  p99Ms: number;
+}
+
+export interface SimResultFigure {
+  /** Wall seconds for the simulated hour of the whole policy stack (stackBenchmark). */
+  hourS: number | null;
+  stack: SimRun & { decisions: number };
+  routing: SimRun;
+  simulatedS: number;
+  qps: number;
+  arrivals: number;
+  events: number;
+  eventsPerS: number;
+  sloAttainment: number;
+  p99Ms: number;
+  note?: string;
+}
+
+export function runSim(options: { quick: boolean; log: (s: string) => void }): SimResultFigure {
+  const t0 = performance.now();
+  const stackRun = stackBenchmark({ durationS: 3600, qps: 1000, seed: 1 });
+  const stackS = (performance.now() - t0) / 1000;
+  const stack = {
+    hourS: round(stackS),
+    arrivals: stackRun.result.arrivals,
+    events: stackRun.result.events,
+    eventsPerS: Math.round(stackRun.result.events / stackS),
+    sloAttainment: round(stackRun.result.sloAttainment, 4),
+    p99Ms: round(stackRun.result.latencyMs.p99),
+    decisions: stackRun.decisions,
+  };
+  options.log(`  simulator, whole INFaaS stack: one hour at 1000 QPS (${stack.arrivals} queries, ${stack.events} events, ${stack.decisions} scaling decisions) in ${stack.hourS} s; attainment ${stack.sloAttainment}`);
+  const routing = runRouting(options);
+  return { hourS: stack.hourS, stack, routing, simulatedS: 3600, qps: 1000, arrivals: stack.arrivals, events: stack.events, eventsPerS: stack.eventsPerS, sloAttainment: stack.sloAttainment, p99Ms: stack.p99Ms };
+}
+
+function runRouting(options: { quick: boolean; log: (s: string) => void }): SimRun {
+  const variants: VariantProfile[] = [
+    { name: "rn50-gpu-b8", model: "rn50", app: "classify", hardware: "gpu", batchSize: 8, accuracy: 0.76, latencyMs: { 1: 5, 8: 16 }, peakQps: 500, loadLatencyMs: 8_000, pricePerS: 0.0009, profiled: true },
+    { name: "rn50-inf-b4", model: "rn50", app: "classify", hardware: "inferentia", batchSize: 4, accuracy: 0.759, latencyMs: { 1: 8, 4: 14 }, peakQps: 285, loadLatencyMs: 6_000, pricePerS: 0.0006, profiled: true },
+    { name: "mobilenet-cpu-b1", model: "mobilenet", app: "classify", hardware: "cpu", batchSize: 1, accuracy: 0.7, latencyMs: { 1: 20 }, peakQps: 50, loadLatencyMs: 1_000, pricePerS: 0.00005, profiled: true },
+    { name: "rn50-cpu-b1", model: "rn50", app: "classify", hardware: "cpu", batchSize: 1, accuracy: 0.76, latencyMs: { 1: 60 }, peakQps: 16, loadLatencyMs: 2_000, pricePerS: 0.0001, profiled: true },
+  ];
+  const replicasOf: Record<string, number> = { "rn50-gpu-b8": 2, "rn50-inf-b4": 1, "mobilenet-cpu-b1": 8, "rn50-cpu-b1": 0 };
+  const qps = 1000;
+  const durationS = 3600;
+  const sim = new Simulator({ seed: 1, durationMs: durationS * 1000, drainMs: 10_000 });
+  const index = new SelectionIndex(variants);
+  const queues = new Map<string, Queue>();
+  for (const v of variants) {
+    const q = sim.addQueue({ name: v.name, maxBatch: v.batchSize, waitMs: 0, shedLate: true });
+    queues.set(v.name, q);
+    const n = replicasOf[v.name] ?? 0;
+    for (let i = 0; i < n; i++) sim.addReplica(q, null, { latencyMs: v.latencyMs, pricePerS: v.pricePerS, label: v.name });
+    index.setRuntime(v.name, { state: n > 0 ? "active" : "inactive", instances: n, qps: 0, workers: n > 0 ? [{ worker: `w-${v.name}`, qps: 0 }] : [] });
+  }
+  sim.addStream({ app: "classify", sloMs: 100, minAccuracy: 0.75, process: gammaArrivals(qps * 0.7, 1, durationS) });
+  sim.addStream({ app: "classify", sloMs: 100, process: gammaArrivals(qps * 0.3, 1, durationS) });
+  sim.setRouter((query, _from, cause) => {
+    if (cause === "served") return null;
+    if (cause === "late") return drop("deadline exceeded");
+    const d = index.select(query.app, { latencyMs: query.sloMs, minAccuracy: query.minAccuracy });
+    if (d.kind !== "active") return drop(d.reason);
+    return queues.get(d.variant.name) ?? drop("no queue");
+  });
+  sim.every(1000, (nowMs) => {
+    for (const v of variants) {
+      const q = queues.get(v.name) as Queue;
+      const n = q.readyReplicas();
+      const rate = q.rateQps(nowMs);
+      index.setRuntime(v.name, { state: n > 0 ? "active" : "inactive", instances: n, qps: rate, workers: n > 0 ? [{ worker: `w-${v.name}`, qps: rate }] : [] });
+    }
+  });
+  const t0 = performance.now();
+  const r = sim.run();
+  const wallS = (performance.now() - t0) / 1000;
+  const fig: SimRun = {
+    hourS: round(wallS),
+    arrivals: r.arrivals,
+    events: r.events,
+    eventsPerS: Math.round(r.events / wallS),
+    sloAttainment: round(r.sloAttainment, 4),
+    p99Ms: round(r.latencyMs.p99),
+  };
+  options.log(`  simulator, routing only: one hour at ${qps} QPS (${r.arrivals} queries, ${r.events} events) in ${fig.hourS} s; attainment ${fig.sloAttainment}, p99 ${fig.p99Ms} ms`);
+  return fig;
+}

@@ -1,0 +1,111 @@
+import type { ServingResult, ModelFigures } from "../benchmarks/serving.js";
+import type { SelectionResult } from "../benchmarks/selection.js";
+import type { EstimatorResult } from "../benchmarks/estimator.js";
+import type { SimResultFigure } from "../benchmarks/sim.js";
+import type { Envelope } from "./results.js";
+
+/** bench/results/summary.json: the headline figures, each with the command and date that produced it. */
+
+type PerPath = Record<string, number | null>;
+
+export interface Summary {
+  /** Date of the newest figure. */
+  date: string;
+  /** Low-load latency over raw onnxruntime (same run, same input), by model, for the HTTP and NATS paths. Goal ≤ 1 ms. */
+  added_latency_p50_ms: Record<string, PerPath> | null;
+  /** Goal ≤ 3 ms. */
+  added_latency_p99_ms: Record<string, PerPath> | null;
+  /** Saturated throughput / raw onnxruntime at batch 8 (the variant's max batch). Goal ≥ 0.8 for ocr-rec. */
+  throughput_vs_raw: Record<string, PerPath> | null;
+  /** Saturated throughput / the direct server (Fastify + onnxruntime, no bus). */
+  throughput_vs_direct: Record<string, PerPath> | null;
+  /** Tiny model: queries/s of each path and of the bare NATS echo, and the ratios to the echo. */
+  small_model_qps: Record<string, number | string | null> | null;
+  /** Per-query variant selection, p99, µs, catalogue of 1 000 variants. */
+  selection_p99_us: number | null;
+  /** InferLine estimator, one hour at 150 QPS through a four-stage pipeline, ms. */
+  estimator_hour_ms: number | null;
+  /** Simulator, one hour at 1 000 QPS with per-query selection, wall seconds. */
+  sim_hour_1000qps_s: number | null;
+  /** RSS of each process, MiB: idle (models loaded, no traffic) and under load (peak). */
+  rss_mb: Record<string, { idle: number | null; load: number | null }> | null;
+  /** Goal met, by model and path (HTTP, NATS). */
+  goals: Record<string, Record<string, boolean> | Record<string, Record<string, boolean>>>;
+  sources: Record<string, { command: string; date: string; quick: boolean; error?: string } | null>;
+  notes: string[];
+}
+
+function perModelBool(s: ServingResult, pick: (m: ModelFigures) => Record<string, boolean>): Record<string, Record<string, boolean>> {
+  return { [s.models.small.model]: pick(s.models.small), [s.models.rec.model]: pick(s.models.rec) };
+}
+
+function perModel(s: ServingResult, pick: (m: ModelFigures) => PerPath): Record<string, PerPath> {
+  return { [s.models.small.model]: pick(s.models.small), [s.models.rec.model]: pick(s.models.rec) };
+}
+
+export function buildSummary(
+  serving: Envelope<ServingResult> | null,
+  selection: Envelope<SelectionResult> | null,
+  estimator: Envelope<EstimatorResult> | null,
+  sim: Envelope<SimResultFigure> | null,
+): Summary {
+  const notes: string[] = [];
+  const s = serving?.result ?? null;
+  const source = (e: Envelope<unknown> | null) => (e ? { command: e.command, date: e.date, quick: e.quick, ...(e.error ? { error: e.error } : {}) } : null);
+  const dates = [serving, selection, estimator, sim].filter((e): e is Envelope<never> => e !== null).map((e) => e.date).sort();
+  let goals: Summary["goals"] = {};
+  let smallQps: Summary["small_model_qps"] = null;
+  let rss: Summary["rss_mb"] = null;
+  if (s) {
+    const paths = ["http", "nats"];
+    const byPath = (m: ModelFigures, ok: (p: string) => boolean): Record<string, boolean> => Object.fromEntries(paths.map((p) => [p, ok(p)]));
+    const rec = s.models.rec;
+    goals = {
+      added_latency_p50_le_1ms: perModelBool(s, (m) => byPath(m, (p) => (m.lowLoad.addedMs[p]?.p50 ?? Infinity) <= 1)),
+      added_latency_p99_le_3ms: perModelBool(s, (m) => byPath(m, (p) => (m.lowLoad.addedMs[p]?.p99 ?? Infinity) <= 3)),
+      ocr_rec_throughput_vs_raw_ge_0_8: byPath(rec, (p) => (rec.throughput.vsRaw[p] ?? 0) >= 0.8),
+    };
+    const t = s.models.small.throughput;
+    smallQps = {
+      model: s.models.small.model,
+      http: t.targets.http?.qps ?? null,
+      nats: t.targets.nats?.qps ?? null,
+      direct: t.targets.direct?.qps ?? null,
+      raw_b8: t.rawB8Qps,
+      raw_b1: t.rawB1Qps,
+      nats_echo: t.targets.echo?.qps ?? null,
+      jetstream_echo: t.targets["js-echo"]?.qps ?? null,
+      http_vs_echo: t.vsEcho.http ?? null,
+      nats_vs_echo: t.vsEcho.nats ?? null,
+    };
+    rss = {};
+    for (const [name, r] of Object.entries(s.rssMb)) rss[name] = { idle: r.idle, load: r.load };
+    if (!s.models.small.note.startsWith("smallest digits")) notes.push(`small model: ${s.models.small.model}: ${s.models.small.note}`);
+    if (s.settings.variantsProfiledOnRegister === false) {
+      notes.push(
+        `serving: variant ${s.models.rec.variant.replace(s.models.rec.model, "<model>")} pinned, registered with PROFILE_ON_REGISTER=false so that the variant state machine and model autoscaler leave it alone (with profiling on, see "Bugs found" in bench/README.md)`,
+      );
+    }
+    notes.push("added latency = the path's quantile minus raw onnxruntime's same quantile, same run, same input; throughput ratios are medians of within-rotation ratios");
+  } else {
+    notes.push(`serving benchmark: ${serving?.error ?? "not run yet"}`);
+  }
+  if (!selection?.result) notes.push(`selection: ${selection?.error ?? "not run yet"}`);
+  if (!estimator?.result) notes.push(`estimator: ${estimator?.error ?? "not run yet"}`);
+  if (!sim?.result) notes.push(`sim: ${sim?.error ?? "not run yet"}`);
+  return {
+    date: dates[dates.length - 1] ?? new Date().toISOString(),
+    added_latency_p50_ms: s ? perModel(s, (m) => ({ http: m.lowLoad.addedMs.http?.p50 ?? null, nats: m.lowLoad.addedMs.nats?.p50 ?? null })) : null,
+    added_latency_p99_ms: s ? perModel(s, (m) => ({ http: m.lowLoad.addedMs.http?.p99 ?? null, nats: m.lowLoad.addedMs.nats?.p99 ?? null })) : null,
+    throughput_vs_raw: s ? perModel(s, (m) => ({ http: m.throughput.vsRaw.http ?? null, nats: m.throughput.vsRaw.nats ?? null, direct: m.throughput.vsRaw.direct ?? null })) : null,
+    throughput_vs_direct: s ? perModel(s, (m) => ({ http: m.throughput.vsDirect.http ?? null, nats: m.throughput.vsDirect.nats ?? null })) : null,
+    small_model_qps: smallQps,
+    selection_p99_us: selection?.result?.p99UsAt1000 ?? null,
+    estimator_hour_ms: estimator?.result?.hourMs ?? null,
+    sim_hour_1000qps_s: sim?.result?.hourS ?? null,
+    rss_mb: rss,
+    goals,
+    sources: { serving: source(serving), selection: source(selection), estimator: source(estimator), sim: source(sim) },
+    notes,
+  };
+}

@@ -1,0 +1,130 @@
+/**
+ * `npm run bench [-- options]`: runs the benchmarks, writes `bench/results/<name>.json`,
+ * `bench/results/summary.json` and the tables of `bench/README.md`.
+ *
+ *   --quick              shorter phases (the whole run in under 5 minutes)
+ *   --only a,b           run only these benchmarks (serving, selection, estimator, sim); the summary
+ *                        takes the others from their last results file
+ *   --small auto|digits|ocr-cls
+ *                        the tiny model (auto: the smallest digits model when libs/zoo is built, else ocr-cls)
+ *   --profiled-variants  serving: profile every variant at registration (PROFILE_ON_REGISTER=true, as
+ *                        `npm start` does) and measure the system with its control plane acting;
+ *                        writes results/serving-profiled-variants.json (not used by the summary)
+ *   --report-only        run nothing: rebuild summary.json and the README tables from the results files
+ *   --profile            run the serving benchmark with a CPU profiler in every service and reference
+ *                        server (lib/cpu-profiler.mjs, the inspector's sampler); writes results/profile.json and results/serving-profiled.json (the
+ *                        summary keeps the unprofiled figures)
+ */
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { runServing, type ServingResult } from "./benchmarks/serving.js";
+import { runSelection, type SelectionResult } from "./benchmarks/selection.js";
+import { runEstimator, type EstimatorResult } from "./benchmarks/estimator.js";
+import { runSim, type SimResultFigure } from "./benchmarks/sim.js";
+import { analyseProfile, profilesByPid } from "./lib/profile.js";
+import { renderProfile, renderResults, updateReadme, type ProfileResult } from "./lib/report.js";
+import { RESULTS_DIR, machineInfo, readResult, writeResult, type Envelope } from "./lib/results.js";
+import { buildSummary } from "./lib/summary.js";
+
+const BENCHMARKS = ["serving", "selection", "estimator", "sim"] as const;
+type Name = (typeof BENCHMARKS)[number];
+
+const args = process.argv.slice(2);
+const { values } = parseArgs({
+  args,
+  options: {
+    quick: { type: "boolean", default: false },
+    only: { type: "string" },
+    small: { type: "string", default: "auto" },
+    profile: { type: "boolean", default: false },
+    "profiled-variants": { type: "boolean", default: false },
+    "report-only": { type: "boolean", default: false },
+    help: { type: "boolean", short: "h", default: false },
+  },
+  strict: true,
+});
+if (values.help) {
+  console.log("npm run bench -- [--quick] [--only serving,selection,estimator,sim] [--small auto|digits|ocr-cls] [--profiled-variants] [--profile] [--report-only]");
+  process.exit(0);
+}
+const small = values.small as string;
+if (small !== "auto" && small !== "digits" && small !== "ocr-cls") throw new Error(`--small must be auto, digits or ocr-cls, not ${small}`);
+const only = values["report-only"] ? [] : values.only ? values.only.split(",").map((s) => s.trim()) : values.profile ? ["serving"] : [...BENCHMARKS];
+for (const o of only) if (!(BENCHMARKS as readonly string[]).includes(o)) throw new Error(`unknown benchmark ${o}; known: ${BENCHMARKS.join(", ")}`);
+const quick = values.quick;
+const profileVariants = values["profiled-variants"];
+const command = `npm run bench${args.length > 0 ? ` -- ${args.join(" ")}` : ""}`;
+const machine = machineInfo();
+const log = (line: string): void => console.log(line);
+const started = Date.now();
+
+async function run<T>(name: Name, fn: () => Promise<T> | T, file?: string): Promise<Envelope<T>> {
+  log(`== ${name}`);
+  const t0 = Date.now();
+  const date = new Date().toISOString();
+  let envelope: Envelope<T>;
+  try {
+    const result = await fn();
+    envelope = { name, command, date, quick, machine, durationS: Math.round((Date.now() - t0) / 100) / 10, result };
+  } catch (err) {
+    const e = err as Error;
+    log(`   ${name} failed: ${e.stack ?? e.message}`);
+    envelope = { name, command, date, quick, machine, durationS: Math.round((Date.now() - t0) / 100) / 10, result: null, error: e.message };
+  }
+  log(`   ${name}: ${envelope.durationS} s → ${writeResult(envelope, file)}`);
+  return envelope;
+}
+
+if (values.profile) {
+  const dir = join(RESULTS_DIR, "tmp", `profiles-${Date.now()}`);
+  mkdirSync(dir, { recursive: true });
+  const serving = await run("serving", () => runServing({ quick, small, profileDir: dir, profileVariants, log }), "serving-profiled.json");
+  const s = serving.result;
+  if (s) {
+    const files = profilesByPid(dir);
+    const phases: ProfileResult["phases"] = {};
+    const wanted = (phase: string): string[] => {
+      if (phase.endsWith("load-http") || phase.endsWith("low-load")) return ["frontend", "dispatcher", "executor-cpu"];
+      if (phase.endsWith("load-nats")) return ["dispatcher", "executor-cpu"];
+      if (phase.endsWith("load-direct")) return [phase.startsWith("small") ? "direct-small" : "direct-rec"];
+      if (phase.endsWith("load-js-echo")) return ["echo-relay", "echo-consumer"];
+      if (phase.endsWith("load-js-echo-nt")) return ["echo-relay-nt", "echo-consumer"];
+      return [];
+    };
+    // Every rotation adds a window to a phase: a phase's report covers all of them.
+    const byPhase = new Map<string, Array<{ fromUs: number; toUs: number }>>();
+    for (const w of s.windows) byPhase.set(w.phase, [...(byPhase.get(w.phase) ?? []), w]);
+    for (const [phase, windows] of byPhase) {
+      for (const proc of wanted(phase)) {
+        const pid = s.pids[proc];
+        const file = pid !== undefined ? files.get(pid) : undefined;
+        if (!file) continue;
+        (phases[phase] ??= {})[proc] = analyseProfile(file, windows);
+      }
+    }
+    const envelope: Envelope<ProfileResult> = { name: "profile", command, date: serving.date, quick, machine, durationS: serving.durationS, result: { phases } };
+    writeResult(envelope);
+    updateReadme(null, renderProfile(envelope));
+    log(`   profiles of ${files.size} processes analysed → results/profile.json`);
+    rmSync(dir, { recursive: true, force: true });
+  }
+} else {
+  if (only.includes("serving")) await run("serving", () => runServing({ quick, small, profileVariants, log }), profileVariants ? "serving-profiled-variants.json" : undefined);
+  if (only.includes("selection")) await run("selection", () => runSelection({ quick, log }));
+  if (only.includes("estimator")) await run("estimator", () => runEstimator({ quick, log }));
+  if (only.includes("sim")) await run("sim", () => runSim({ quick, log }));
+}
+if (!values.profile && !profileVariants) {
+  const serving = readResult<ServingResult>("serving");
+  const selection = readResult<SelectionResult>("selection");
+  const estimator = readResult<EstimatorResult>("estimator");
+  const sim = readResult<SimResultFigure>("sim");
+  const summary = buildSummary(serving, selection, estimator, sim);
+  // summary.json is flat: the figures at the top level; `sources` says which command produced each.
+  writeFileSync(join(RESULTS_DIR, "summary.json"), `${JSON.stringify({ ...summary, written_by: command, machine }, null, 2)}\n`);
+  const profile = readResult<ProfileResult>("profile");
+  updateReadme(renderResults(summary, serving, selection, estimator, sim), profile?.result ? renderProfile(profile) : null);
+  log(JSON.stringify(summary, null, 2));
+}
+log(`bench: done in ${Math.round((Date.now() - started) / 1000)} s`);
