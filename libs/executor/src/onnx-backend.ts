@@ -6,7 +6,8 @@ export function onnxBackend(hardware: "cpu" | "gpu", executionProviders: string[
   return {
     hardware,
     async load(bytes, { threads }): Promise<ModelBackend> {
-      const runner = await OnnxRunner.load(bytes, { intraOpThreads: threads, executionProviders });
+      // In a worker thread: inference must not stall the worker's bus traffic (heartbeats, pulls, replies).
+      const runner = await OnnxRunner.load(bytes, { intraOpThreads: threads, executionProviders, thread: true });
       return { runBatch: (queries) => runner.runBatch(queries), release: () => runner.release() };
     },
   };

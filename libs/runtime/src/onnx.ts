@@ -1,3 +1,4 @@
+import { Worker } from "node:worker_threads";
 import * as ort from "onnxruntime-node";
 import {
   ErrorCode,
@@ -36,12 +37,7 @@ function specOf(meta: ort.InferenceSession.ValueMetadata, kind: "input" | "outpu
 
 async function createSession(bytes: Uint8Array, options: RunnerOptions): Promise<ort.InferenceSession> {
   try {
-    return await ort.InferenceSession.create(bytes, {
-      intraOpNumThreads: options.intraOpThreads ?? 1,
-      interOpNumThreads: 1,
-      executionProviders: options.executionProviders ?? ["cpu"],
-      graphOptimizationLevel: "all",
-    });
+    return await ort.InferenceSession.create(bytes, sessionOptions(options));
   } catch (err) {
     throw new ServeError(ErrorCode.invalidModel, `onnxruntime cannot load the model: ${(err as Error).message}`);
   }
@@ -72,31 +68,136 @@ function fromOrt(name: string, spec: TensorSpec | undefined, t: ort.Tensor): Ten
   return { name, datatype, shape: [...t.dims], data: t.data as Tensor["data"] };
 }
 
-export class OnnxRunner {
-  private constructor(
-    private readonly session: ort.InferenceSession,
-    readonly signature: ModelSignature,
-    /** True when every input and output has a dynamic first dimension, so queries can be concatenated. */
-    readonly batchable: boolean,
-  ) {}
+/** Runs one set of feeds; outputs come back in signature order. */
+interface Engine {
+  signature: ModelSignature;
+  run(inputs: readonly Tensor[]): Promise<Tensor[]>;
+  release(): Promise<void>;
+}
 
-  static async load(bytes: Uint8Array, options: RunnerOptions = {}): Promise<OnnxRunner> {
-    const session = await createSession(bytes, options);
-    const signature = { inputs: session.inputMetadata.map((m) => specOf(m, "input")), outputs: session.outputMetadata.map((m) => specOf(m, "output")) };
-    const batchable = [...signature.inputs, ...signature.outputs].every((s) => s.shape.length > 0 && s.shape[0] === -1);
-    return new OnnxRunner(session, signature, batchable);
-  }
+/** The session on the calling thread. */
+class InProcessEngine implements Engine {
+  constructor(private readonly session: ort.InferenceSession, readonly signature: ModelSignature) {}
 
-  async release(): Promise<void> {
-    await this.session.release();
-  }
-
-  /** Runs one query (its own inputs) and returns its outputs. */
-  async runOne(inputs: readonly Tensor[]): Promise<Tensor[]> {
+  async run(inputs: readonly Tensor[]): Promise<Tensor[]> {
     const feeds: Record<string, ort.Tensor> = {};
     for (const t of inputs) feeds[t.name] = toOrt(t);
     const results = await this.session.run(feeds);
     return this.signature.outputs.map((spec) => fromOrt(spec.name, spec, results[spec.name] as ort.Tensor));
+  }
+
+  release(): Promise<void> {
+    return this.session.release();
+  }
+}
+
+/** The session in a worker thread (ort-thread.mjs); inputs are copied in, outputs transferred back. */
+class ThreadEngine implements Engine {
+  private nextId = 0;
+  private readonly waiting = new Map<number, { resolve: (t: Tensor[]) => void; reject: (e: Error) => void }>();
+
+  private constructor(private readonly thread: Worker, readonly signature: ModelSignature) {
+    thread.on("message", (msg: { type: string; id?: number; outputs?: Array<{ name: string; shape: number[]; data: Tensor["data"] }>; error?: string }) => {
+      if (msg.type !== "result" || msg.id === undefined) return;
+      const w = this.waiting.get(msg.id);
+      if (!w) return;
+      this.waiting.delete(msg.id);
+      if (msg.error !== undefined) w.reject(new Error(msg.error));
+      else w.resolve((msg.outputs ?? []).map((o, i) => ({ name: o.name, datatype: this.signature.outputs[i]?.datatype ?? "FP32", shape: o.shape, data: o.data })));
+    });
+    thread.on("error", (err) => this.failAll(err));
+    thread.on("exit", (code) => this.failAll(new Error(`inference thread exited (code ${code})`)));
+  }
+
+  private failAll(err: Error): void {
+    for (const w of this.waiting.values()) w.reject(err);
+    this.waiting.clear();
+  }
+
+  static async start(bytes: Uint8Array, options: RunnerOptions): Promise<ThreadEngine> {
+    const thread = new Worker(new URL("./ort-thread.mjs", import.meta.url), {
+      workerData: { bytes, options: sessionOptions(options) },
+      execArgv: [],
+    });
+    const ready = await new Promise<{ inputs: ort.InferenceSession.ValueMetadata[]; outputs: ort.InferenceSession.ValueMetadata[] }>((resolve, reject) => {
+      thread.once("message", (msg: { type: string; message?: string; inputs?: ort.InferenceSession.ValueMetadata[]; outputs?: ort.InferenceSession.ValueMetadata[] }) => {
+        if (msg.type === "ready") resolve({ inputs: msg.inputs ?? [], outputs: msg.outputs ?? [] });
+        else reject(new ServeError(ErrorCode.invalidModel, `onnxruntime cannot load the model: ${msg.message ?? "unknown error"}`));
+      });
+      thread.once("error", reject);
+    }).catch(async (err: unknown) => {
+      await thread.terminate();
+      throw err;
+    });
+    return new ThreadEngine(thread, { inputs: ready.inputs.map((m) => specOf(m, "input")), outputs: ready.outputs.map((m) => specOf(m, "output")) });
+  }
+
+  run(inputs: readonly Tensor[]): Promise<Tensor[]> {
+    const id = this.nextId++;
+    // Copy each input into its own buffer (inputs may be views into a large network buffer) and
+    // hand the copies over without a second copy.
+    const own = inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: t.data.slice() as Tensor["data"] }));
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.thread.postMessage({ type: "run", id, inputs: own, outputNames: this.signature.outputs.map((o) => o.name) }, own.map((t) => t.data.buffer as ArrayBuffer));
+    });
+  }
+
+  async release(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const done = setTimeout(resolve, 2000);
+      this.thread.once("message", () => {
+        clearTimeout(done);
+        resolve();
+      });
+      this.thread.postMessage({ type: "release" });
+    });
+    await this.thread.terminate();
+  }
+}
+
+function sessionOptions(options: RunnerOptions): ort.InferenceSession.SessionOptions {
+  return {
+    intraOpNumThreads: options.intraOpThreads ?? 1,
+    interOpNumThreads: 1,
+    executionProviders: options.executionProviders ?? ["cpu"],
+    graphOptimizationLevel: "all",
+  };
+}
+
+export class OnnxRunner {
+  private constructor(
+    private readonly engine: Engine,
+    /** True when every input and output has a dynamic first dimension, so queries can be concatenated. */
+    readonly batchable: boolean,
+  ) {}
+
+  get signature(): ModelSignature {
+    return this.engine.signature;
+  }
+
+  /**
+   * Loads a model. With `thread: true` the session lives in a worker thread, so that inference does
+   * not block the caller's event loop (what an executor wants); otherwise on the calling thread.
+   */
+  static async load(bytes: Uint8Array, options: RunnerOptions & { thread?: boolean } = {}): Promise<OnnxRunner> {
+    let engine: Engine;
+    if (options.thread) engine = await ThreadEngine.start(bytes, options);
+    else {
+      const session = await createSession(bytes, options);
+      engine = new InProcessEngine(session, { inputs: session.inputMetadata.map((m) => specOf(m, "input")), outputs: session.outputMetadata.map((m) => specOf(m, "output")) });
+    }
+    const batchable = [...engine.signature.inputs, ...engine.signature.outputs].every((s) => s.shape.length > 0 && s.shape[0] === -1);
+    return new OnnxRunner(engine, batchable);
+  }
+
+  async release(): Promise<void> {
+    await this.engine.release();
+  }
+
+  /** Runs one query (its own inputs) and returns its outputs. */
+  runOne(inputs: readonly Tensor[]): Promise<Tensor[]> {
+    return this.engine.run(inputs);
   }
 
   /**
@@ -126,7 +227,7 @@ export class OnnxRunner {
       }
       const rows = indices.map((i) => (queries[i] as Tensor[])[0]?.shape[0] ?? 1);
       const total = rows.reduce((a, b) => a + b, 0);
-      const feeds: Record<string, ort.Tensor> = {};
+      const feeds: Tensor[] = [];
       for (const spec of this.signature.inputs) {
         const parts = indices.map((i) => (queries[i] as Tensor[]).find((t) => t.name === spec.name) as Tensor);
         const first = parts[0] as Tensor;
@@ -137,17 +238,16 @@ export class OnnxRunner {
           (data as Float32Array).set(p.data as Float32Array, offset);
           offset += p.data.length;
         }
-        feeds[spec.name] = toOrt({ datatype: spec.datatype, data, shape });
+        feeds.push({ name: spec.name, datatype: spec.datatype, data, shape });
       }
-      const out = await this.session.run(feeds);
+      const out = await this.engine.run(feeds);
       let row = 0;
       indices.forEach((qi, k) => {
         const n = rows[k] as number;
-        results[qi] = this.signature.outputs.map((spec) => {
-          const t = out[spec.name] as ort.Tensor;
-          const rowSize = elementCount(t.dims.slice(1) as number[]);
+        results[qi] = out.map((t) => {
+          const rowSize = elementCount(t.shape.slice(1));
           const data = (t.data as Float32Array).subarray(row * rowSize, (row + n) * rowSize);
-          return { name: spec.name, datatype: spec.datatype, shape: [n, ...t.dims.slice(1)], data } as Tensor;
+          return { name: t.name, datatype: t.datatype, shape: [n, ...t.shape.slice(1)], data } as Tensor;
         });
         row += n;
       });

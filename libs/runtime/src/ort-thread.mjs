@@ -1,0 +1,43 @@
+// One onnxruntime session in a worker thread: onnxruntime-node runs inference synchronously on the
+// calling thread, so the executor keeps each session here and its own event loop free for the bus
+// (heartbeats, pulling the next batch, replies) while a batch runs.
+import { parentPort, workerData } from "node:worker_threads";
+import * as ort from "onnxruntime-node";
+
+const ortTypes = {
+  BOOL: "bool", UINT8: "uint8", UINT16: "uint16", UINT32: "uint32", UINT64: "uint64", INT8: "int8", INT16: "int16",
+  INT32: "int32", INT64: "int64", FP16: "float16", FP32: "float32", FP64: "float64",
+};
+
+let session;
+try {
+  session = await ort.InferenceSession.create(workerData.bytes, workerData.options);
+  parentPort.postMessage({ type: "ready", inputs: session.inputMetadata, outputs: session.outputMetadata });
+} catch (err) {
+  parentPort.postMessage({ type: "error", message: err instanceof Error ? err.message : String(err) });
+}
+
+parentPort.on("message", async (msg) => {
+  if (msg.type === "release") {
+    await session?.release();
+    parentPort.postMessage({ type: "released" });
+    return;
+  }
+  try {
+    const feeds = {};
+    for (const t of msg.inputs) feeds[t.name] = new ort.Tensor(ortTypes[t.datatype], t.data, t.shape);
+    const results = await session.run(feeds);
+    const outputs = msg.outputNames.map((name) => {
+      const r = results[name];
+      return { name, shape: [...r.dims], data: r.data };
+    });
+    const transfer = [...new Set(outputs.map((o) => o.data.buffer))];
+    try {
+      parentPort.postMessage({ type: "result", id: msg.id, outputs }, transfer);
+    } catch {
+      parentPort.postMessage({ type: "result", id: msg.id, outputs });
+    }
+  } catch (err) {
+    parentPort.postMessage({ type: "result", id: msg.id, error: err instanceof Error ? err.message : String(err) });
+  }
+});
