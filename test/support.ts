@@ -1,17 +1,12 @@
+import { createRng } from "@sloserve/policy";
 import { readFileSync } from "node:fs";
 import { OnnxRunner } from "@sloserve/runtime";
 import type { Tensor } from "@sloserve/contracts";
 
 /** A seeded PRNG (mulberry32) so that test inputs are the same on every run. */
 export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rng = createRng(seed);
+  return () => rng.next();
 }
 
 export function randomFloats(rand: () => number, n: number): number[] {

@@ -1,3 +1,4 @@
+import { createRng } from "@sloserve/policy";
 import { statSync } from "node:fs";
 import { encodeTensors, type Tensor } from "@sloserve/contracts";
 import { digitsModels, ocrModels, type BundledModel } from "@sloserve/stack";
@@ -26,14 +27,8 @@ export interface Query {
 
 /** A seeded PRNG (mulberry32), as in test/support.ts: the same inputs on every run. */
 export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rng = createRng(seed);
+  return () => rng.next();
 }
 
 /** One query of the model's input shape; values have 3 decimals so JSON and binary carry the same numbers. */

@@ -1,4 +1,5 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync, type ChildProcess } from "node:child_process";
+import { startScript } from "@sloserve/stack";
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,62 +19,12 @@ export interface Child {
 }
 
 /**
- * Starts `bench/lib/<script>` with tsx and waits for its JSON line `{"event":"ready",...}` on stdout.
- * Stopping sends SIGTERM to this child's pid (SIGKILL after 5 s).
+ * Starts `bench/lib/<script>` with tsx (libs/stack startScript) and waits for its JSON line
+ * `{"event":"ready",...}` on stdout. Stopping sends SIGTERM (SIGKILL after 10 s).
  */
 export async function startChild(name: string, script: string, env: Record<string, string>, timeoutMs = 60_000): Promise<Child> {
-  const proc = spawn(process.execPath, ["--import", "tsx", join(BENCH_DIR, "lib", script)], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const info = await new Promise<Record<string, unknown>>((resolveReady, reject) => {
-    let tail = "";
-    let partial = "";
-    const timer = setTimeout(() => reject(new Error(`${name} not ready within ${timeoutMs} ms: ${tail.slice(-1500)}`)), timeoutMs);
-    const onData = (chunk: Buffer): void => {
-      const text = chunk.toString();
-      tail = (tail + text).slice(-4000);
-      partial += text;
-      const lines = partial.split("\n");
-      partial = lines.pop() ?? "";
-      for (const line of lines) {
-        if (!line.startsWith("{")) continue;
-        try {
-          const parsed = JSON.parse(line) as Record<string, unknown>;
-          if (parsed.event === "ready") {
-            clearTimeout(timer);
-            resolveReady(parsed);
-          }
-        } catch {
-          /* not a JSON line */
-        }
-      }
-    };
-    proc.stdout?.on("data", onData);
-    proc.stderr?.on("data", onData);
-    proc.once("exit", (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`${name} exited (code ${code}, signal ${signal}): ${tail.slice(-1500)}`));
-    });
-  });
-  const pid = proc.pid as number;
-  return {
-    name,
-    process: proc,
-    pid,
-    info,
-    stop: () =>
-      new Promise<void>((done) => {
-        if (proc.exitCode !== null || proc.signalCode !== null) return done();
-        const kill = setTimeout(() => proc.kill("SIGKILL"), 5_000);
-        proc.once("exit", () => {
-          clearTimeout(kill);
-          done();
-        });
-        proc.kill("SIGTERM");
-      }),
-  };
+  const child = await startScript(name, join(BENCH_DIR, "lib", script), env, { timeoutMs });
+  return { name, process: child.process, pid: child.process.pid as number, info: child.info, stop: child.stop };
 }
 
 /** Resident set size of a process, MiB (VmRSS of /proc/<pid>/status); null if it is gone. */

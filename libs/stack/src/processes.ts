@@ -123,9 +123,11 @@ export interface ServiceHandle extends Running {
   info: Record<string, unknown>;
 }
 
-/** Starts `services/<name>/src/main.ts` as its own process and waits for its "ready" line. */
-export async function startService(name: string, env: Record<string, string>, options: { logTo?: WriteStream; timeoutMs?: number } = {}): Promise<ServiceHandle> {
-  const entry = join(REPO_ROOT, "services", name, "src", "main.ts");
+/**
+ * Starts a TypeScript entry point as its own process (with tsx) and waits for its JSON
+ * `{"event":"ready", …}` line; the line's fields come back as `info`.
+ */
+export async function startScript(name: string, entry: string, env: Record<string, string>, options: { logTo?: WriteStream; timeoutMs?: number } = {}): Promise<ServiceHandle> {
   const proc = spawn(process.execPath, ["--import", "tsx", entry], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
@@ -147,6 +149,11 @@ export async function startService(name: string, env: Record<string, string>, op
   );
   const info = JSON.parse(line) as Record<string, unknown>;
   return { name, process: proc, info, stop: stopper(proc) };
+}
+
+/** Starts `services/<name>/src/main.ts` as its own process and waits for its "ready" line. */
+export function startService(name: string, env: Record<string, string>, options: { logTo?: WriteStream; timeoutMs?: number } = {}): Promise<ServiceHandle> {
+  return startScript(name, join(REPO_ROOT, "services", name, "src", "main.ts"), env, options);
 }
 
 export function logFile(path: string): WriteStream {
