@@ -2,6 +2,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startStack, REPO_ROOT, ocrModels, digitsModels, registerOverHttp } from "@sloserve/stack";
+import { probeExecutionProvider } from "@sloserve/runtime";
 
 /**
  * Starts the whole system locally: nats-server (JetStream) and redis-server on free ports, every
@@ -33,6 +34,10 @@ const stop = async (): Promise<void> => {
 process.on("SIGINT", () => void stop());
 process.on("SIGTERM", () => void stop());
 
+if ((await probeExecutionProvider("cuda")).ok) {
+  const gpu = await stack.startService("executor-gpu");
+  say(`CUDA is usable here: started executor-gpu ${String(gpu.info.worker)}`);
+}
 say(`services up (logs: ${stack.logPath})`);
 if (!values["no-models"]) {
   const digits = await digitsModels((p) => {

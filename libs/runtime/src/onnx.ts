@@ -1,4 +1,7 @@
 import { Worker } from "node:worker_threads";
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import * as ort from "onnxruntime-node";
 import {
   ErrorCode,
@@ -253,5 +256,53 @@ export class OnnxRunner {
       });
     }
     return results;
+  }
+}
+
+/**
+ * The smallest model there is (one Identity node on a float tensor), written out by hand: used to
+ * ask onnxruntime whether an execution provider really works here before a worker offers it.
+ */
+function identityModel(): Uint8Array {
+  const varint = (n: number): number[] => {
+    const out: number[] = [];
+    while (n > 127) {
+      out.push((n & 127) | 128);
+      n >>>= 7;
+    }
+    out.push(n);
+    return out;
+  };
+  const bytes = (field: number, value: number[] | Uint8Array): number[] => [(field << 3) | 2, ...varint(value.length), ...value];
+  const str = (field: number, s: string): number[] => bytes(field, [...new TextEncoder().encode(s)]);
+  const int = (field: number, n: number): number[] => [field << 3, ...varint(n)];
+  // ValueInfo x / y: float tensor of shape [1]
+  const tensorType = bytes(1, [...int(1, 1), ...bytes(2, bytes(1, int(1, 1)))]);
+  const valueInfo = (name: string): number[] => [...str(1, name), ...bytes(2, tensorType)];
+  const node = [...str(1, "x"), ...str(2, "y"), ...str(4, "Identity")];
+  const graph = [...bytes(1, node), ...str(2, "probe"), ...bytes(11, valueInfo("x")), ...bytes(12, valueInfo("y"))];
+  const model = [...int(1, 8), ...bytes(7, graph), ...bytes(8, int(2, 13))];
+  return Uint8Array.from(model);
+}
+
+/** Where onnxruntime-node keeps its native libraries (the CUDA build adds its providers there). */
+function ortBinaryDir(): string {
+  const entry = createRequire(import.meta.url).resolve("onnxruntime-node");
+  return join(dirname(entry), "..", "bin", "napi-v6", process.platform, process.arch);
+}
+
+/** Whether onnxruntime can create a session with `provider` (e.g. "cuda") on this machine. */
+export async function probeExecutionProvider(provider: string, options: { deviceId?: number } = {}): Promise<{ ok: true } | { ok: false; error: string }> {
+  if (provider === "cuda" || provider === "tensorrt") {
+    const lib = join(ortBinaryDir(), `libonnxruntime_providers_${provider}.so`);
+    if (!existsSync(lib)) return { ok: false, error: `onnxruntime-node was installed without its ${provider.toUpperCase()} build (${lib} is missing)` };
+  }
+  try {
+    const ep = options.deviceId !== undefined ? { name: provider, deviceId: options.deviceId } : provider;
+    const session = await ort.InferenceSession.create(identityModel(), { executionProviders: [ep as never], logSeverityLevel: 4 });
+    await session.release();
+    return { ok: true };
+  } catch (err) {
+    return { ok: false, error: (err instanceof Error ? err.message : String(err)).split("\n")[0]?.replace(/\x1b\[[0-9;]*m/g, "").slice(0, 300) ?? "unknown error" };
   }
 }

