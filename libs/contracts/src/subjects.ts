@@ -40,6 +40,9 @@ export const subjects = {
   /** Every scaling decision, with its reason (model autoscaler, VM autoscaler, dispatcher loads). */
   decision: (source: string, worker: string) => `decision.${source}.${worker}`,
   decisionsAll: "decision.>",
+  /** Forecasts of an app's arrival rate (60 per-minute maxima), from the forecaster. */
+  forecast: (app: string) => `forecast.${app}`,
+  forecastAll: "forecast.*",
   /** Per-second query arrivals of an app, by model, from each dispatcher (input of the autoscalers and forecaster). */
   arrivals: (app: string) => `metrics.arrivals.${app}`,
   arrivalsAll: "metrics.arrivals.*",
@@ -51,7 +54,7 @@ export const streams = {
   /** Worker metrics: limits retention, one hour. */
   metrics: { name: "METRICS", subjects: ["metrics.>"] },
   /** State transitions and registry events: limits retention. */
-  events: { name: "EVENTS", subjects: ["state.>", "registry.event.>", "scale.result.>", "decision.>"] },
+  events: { name: "EVENTS", subjects: ["state.>", "registry.event.>", "scale.result.>", "decision.>", "forecast.>"] },
   /** Scaling commands: work-queue retention. */
   scale: { name: "SCALE", subjects: ["scale.model.>", "scale.vm"] },
   /** Profiling jobs: work-queue retention; a job waits until a worker of its hardware takes it. */

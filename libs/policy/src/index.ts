@@ -27,3 +27,4 @@ export * from "./variant-generator.js";
 export * from "./profiling.js";
 export * from "./variant-price.js";
 export * from "./variant-profile.js";
+export * from "./forecast-plan.js";

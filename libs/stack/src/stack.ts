@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { startNats, startRedis, startService, tempDir, logFile, type ServerHandle, type ServiceHandle } from "./processes.js";
 
 /** The services that run as their own processes, in start order. */
-export const SERVICES = ["registrar", "dispatcher", "model-autoscaler", "executor-cpu", "frontend"] as const;
+export const SERVICES = ["registrar", "dispatcher", "model-autoscaler", "forecaster", "executor-cpu", "frontend"] as const;
 
 export interface StackOptions {
   /** Working directory for server data and logs. @default a new temporary directory */
@@ -53,7 +53,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     await nats.stop();
   };
   try {
-    await Promise.all([start("registrar"), start("dispatcher"), start("model-autoscaler")]);
+    await Promise.all([start("registrar"), start("dispatcher"), start("model-autoscaler"), start("forecaster")]);
     const workers = options.cpuWorkers ?? 1;
     const threads: Record<string, string> = options.workerThreads ? { WORKER_THREADS: String(options.workerThreads) } : {};
     await Promise.all(Array.from({ length: workers }, () => start("executor-cpu", threads)));

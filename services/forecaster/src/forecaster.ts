@@ -1,0 +1,81 @@
+import type { Redis } from "ioredis";
+import { subjects, type ArrivalsReport } from "@sloserve/contracts";
+import type { Bus, Logger } from "@sloserve/bus";
+import { maxRatePerUnit, planForecast, type ForecastPlanState } from "@sloserve/policy";
+
+/**
+ * The forecaster (MArk §4.2): sums the dispatchers' per-second arrival reports per app, keeps each
+ * unit's (1 min) maximum rate over sample windows (5 s), and after every unit publishes the next
+ * `horizon` (60) units' forecast on `forecast.<app>`. The unit history lives in Redis, so a restart
+ * keeps what it learnt.
+ */
+
+export interface ForecasterOptions {
+  unitS: number;
+  sampleS: number;
+  horizon: number;
+  /** Units per season for seasonal models. */
+  season: number;
+  /** Units of history kept. */
+  keep: number;
+}
+
+export interface ForecastMessage {
+  app: string;
+  atMs: number;
+  unitS: number;
+  sampleS: number;
+  method: string;
+  /** The last observed unit's max rate, queries/s. */
+  observed: number;
+  /** Max rate per unit for the next `values.length` units, queries/s. */
+  values: number[];
+  historyUnits: number;
+}
+
+const historyKey = (app: string): string => `sloserve:forecast:${app}:history`;
+
+export class Forecaster {
+  /** app → epoch second → arrivals */
+  private readonly seconds = new Map<string, Map<number, number>>();
+  private readonly states = new Map<string, ForecastPlanState>();
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly redis: Redis,
+    private readonly options: ForecasterOptions,
+    private readonly log: Logger,
+  ) {}
+
+  applyArrivals(report: ArrivalsReport): void {
+    let perApp = this.seconds.get(report.app);
+    if (!perApp) this.seconds.set(report.app, (perApp = new Map()));
+    // A report covers the second before it was sent.
+    const second = Math.floor((report.atMs - 1) / 1000);
+    perApp.set(second, (perApp.get(second) ?? 0) + report.arrivals);
+  }
+
+  /** Closes the unit ending at `endMs` for every app seen, and publishes each app's forecast. */
+  async closeUnit(endMs: number): Promise<ForecastMessage[]> {
+    const { unitS, sampleS } = this.options;
+    const lastSecond = Math.floor(endMs / 1000) - 1;
+    const firstSecond = lastSecond - unitS + 1;
+    const out: ForecastMessage[] = [];
+    for (const [app, perApp] of this.seconds) {
+      const counts: number[] = [];
+      for (let s = firstSecond; s <= lastSecond; s++) counts.push(perApp.get(s) ?? 0);
+      for (const s of perApp.keys()) if (s <= lastSecond) perApp.delete(s);
+      const observed = maxRatePerUnit(counts, sampleS, unitS)[0] ?? 0;
+      const key = historyKey(app);
+      await this.redis.multi().rpush(key, String(observed)).ltrim(key, -this.options.keep, -1).exec();
+      const history = (await this.redis.lrange(key, 0, -1)).map(Number);
+      const plan = planForecast(history, { season: this.options.season, horizon: this.options.horizon }, this.states.get(app));
+      this.states.set(app, plan.state);
+      const message: ForecastMessage = { app, atMs: endMs, unitS, sampleS, method: plan.method, observed, values: plan.values.map((v) => Math.round(v * 1000) / 1000), historyUnits: history.length };
+      await this.bus.js.publish(subjects.forecast(app), JSON.stringify(message));
+      this.log.debug({ app, observed, method: plan.method, next: message.values[0] }, "forecast");
+      out.push(message);
+    }
+    return out;
+  }
+}
