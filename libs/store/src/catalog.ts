@@ -20,12 +20,14 @@ export class Catalog {
   async load(): Promise<void> {
     const [models, variants] = await Promise.all([this.store.listModels(), this.store.listVariants()]);
     for (const m of models) this.models.set(m.name, m);
+    this.byApp = undefined;
     for (const m of models) this.variantsByModel.set(m.name, []);
     for (const v of variants) this.addVariant(v);
   }
 
   applyRegistered(model: ModelRecord, variants: readonly VariantRecord[]): void {
     this.models.set(model.name, model);
+    this.byApp = undefined;
     this.variantsByModel.set(model.name, []);
     for (const v of variants) this.addVariant(v);
   }
@@ -59,6 +61,7 @@ export class Catalog {
 
   applyUnregistered(name: string): void {
     this.models.delete(name);
+    this.byApp = undefined;
     for (const v of this.variantsByModel.get(name) ?? []) this.variants.delete(v.name);
     this.variantsByModel.delete(name);
   }
@@ -72,9 +75,20 @@ export class Catalog {
     this.variantsByModel.set(v.model, list);
   }
 
+  /** app → its models in name order; rebuilt after a change (model-less queries read it per query). */
+  private byApp: Map<string, ModelRecord[]> | undefined;
+
   /** Models of an app, in name order. */
-  modelsOfApp(app: string): ModelRecord[] {
-    return [...this.models.values()].filter((m) => m.app === app).sort((a, b) => a.name.localeCompare(b.name));
+  modelsOfApp(app: string): readonly ModelRecord[] {
+    if (!this.byApp) {
+      this.byApp = new Map();
+      for (const m of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+        const list = this.byApp.get(m.app);
+        if (list) list.push(m);
+        else this.byApp.set(m.app, [m]);
+      }
+    }
+    return this.byApp.get(app) ?? [];
   }
 
   /** The model from memory, else from Redis (then remembered). */
