@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
 import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
 import { startStack, ocrModels, registerOverHttp, type Stack } from "@sloserve/stack";
 import { encodeTensors, decodeTensors, contentTypes, headers, subjects } from "@sloserve/contracts";
@@ -18,7 +19,7 @@ let nc: NatsConnection;
 let reference: Awaited<ReturnType<typeof referenceRunner>>;
 
 beforeAll(async () => {
-  stack = await startStack({ cpuWorkers: 1, workerThreads: 2 });
+  stack = await startStack({ cpuWorkers: 1, workerThreads: 2, logLevel: "debug" });
   nc = await connect({ servers: stack.nats.url });
   reference = await referenceRunner(model.path);
   const registered = await registerOverHttp(stack.httpUrl, model);
@@ -85,6 +86,21 @@ describe("e2e serving", () => {
     const json = await nc.request(subjects.inferModel(model.name), JSON.stringify({ inputs: [{ name: "x", datatype: "FP32", shape: [1, 3, 48, 192], data: inputs[0] }] }), { timeout: 30_000 });
     const body = json.json<{ outputs: Array<{ data: number[] }> }>();
     expect(maxRelativeDiff(body.outputs[0]!.data, await expected(inputs[0]!, 1))).toBeLessThan(1e-5);
+  });
+
+  it("logs - one JSON line per event; the caller's request id is in the frontend's, dispatcher's and executor's lines", async () => {
+    const requestId = "trace-7f3a";
+    const r = await fetch(`${stack.httpUrl}/v2/models/${model.name}/infer`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-request-id": requestId },
+      body: JSON.stringify({ inputs: [{ name: "x", datatype: "FP32", shape: [1, 3, 48, 192], data: new Array(elements).fill(0.25) }] }),
+    });
+    expect(r.status).toBe(200);
+    await new Promise((done) => setTimeout(done, 500)); // let the log lines reach the file
+    const lines = readFileSync(stack.logPath, "utf8").split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { service?: string; requestId?: string });
+    const services = new Set(lines.filter((l) => l.requestId === requestId).map((l) => l.service));
+    expect([...services].sort()).toEqual(["dispatcher", "executor-cpu", "frontend"]);
+    expect(lines.every((l) => typeof l.service === "string")).toBe(true);
   });
 
   it("serving - metadata, readiness and the repository index describe the model", async () => {

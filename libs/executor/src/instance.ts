@@ -218,6 +218,7 @@ export class VariantInstance {
       }
       l.p.msg.ack();
       this.stats.served++;
+      if (this.log.isLevelEnabled("debug")) this.log.debug({ requestId: l.requestId, batch: live.length, timing }, "query served");
       this.stats.recordLatency(finished - l.p.queuedAtMs);
     });
   }

@@ -342,6 +342,8 @@ export class Dispatcher {
     } catch (err) {
       throw new ServeError(ErrorCode.noCapacity, `the queue of ${variant.name} refused the query: ${(err as Error).message}`);
     }
+    // One line per query at debug level (checked first: this is the query path).
+    if (this.log.isLevelEnabled("debug")) this.log.debug({ requestId: h?.get(headers.requestId) || undefined, variant: variant.name, slo }, "query routed");
   }
 
   /** Entry point for `infer.model.*` and `infer.variant.*` messages; never throws. */

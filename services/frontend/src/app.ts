@@ -83,6 +83,7 @@ export async function buildApp(deps: FrontendDeps) {
   });
   app.addHook("onResponse", async (req, reply) => {
     httpDuration.observe({ route: req.routeOptions.url ?? "unknown", status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    if (log.isLevelEnabled("debug")) req.log.debug({ requestId: req.id, method: req.method, url: req.url, status: reply.statusCode, ms: reply.elapsedTime }, "request done");
   });
 
   await app.register(multipart, { limits: { fileSize: options.maxModelBytes, files: 2, fields: 8 } });
