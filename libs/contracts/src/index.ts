@@ -5,3 +5,4 @@ export * from "./tensors.js";
 export * from "./wire.js";
 export * from "./schemas.js";
 export * from "./config.js";
+export * from "./oip.js";

@@ -9,15 +9,12 @@ import {
   contentTypes,
   decodeWireMeta,
   describeZodError,
-  encodeTensors,
   headers,
-  inferRequestSchema,
-  isDatatype,
   sloSchema,
+  oipJsonToWire,
   streams,
   queueConsumer,
   subjects,
-  tensorFromJsonData,
   type ModelRecord,
   type ScaleCommand,
   type TensorSpec,
@@ -56,22 +53,7 @@ export function normalisePayload(msg: Msg, signature: readonly TensorSpec[]): { 
   } catch {
     throw new ServeError(ErrorCode.malformedJson, "the request body is not valid JSON");
   }
-  const parsed = inferRequestSchema.safeParse(body);
-  if (!parsed.success) throw new ServeError(ErrorCode.badRequest, `invalid inference request: ${describeZodError(parsed.error)}`);
-  const inputs = parsed.data.inputs;
-  for (const i of inputs) {
-    if (!isDatatype(i.datatype)) throw new ServeError(ErrorCode.invalidDatatype, `input '${i.name}' has unknown datatype ${JSON.stringify(i.datatype)}`);
-  }
-  checkInputs(inputs.map((i) => ({ name: i.name, datatype: i.datatype, shape: i.shape, length: countData(i.data) })), signature);
-  const tensors = inputs.map((i) => tensorFromJsonData(i.name, i.datatype as never, i.shape, i.data));
-  return { payload: encodeTensors(tensors, parsed.data.id ? { id: parsed.data.id } : {}), json: true, body: body as Record<string, unknown> };
-}
-
-function countData(data: unknown): number {
-  if (!Array.isArray(data)) return 1;
-  let n = 0;
-  for (const d of data) n += Array.isArray(d) ? countData(d) : 1;
-  return n;
+  return { payload: oipJsonToWire(body, signature).payload, json: true, body: body as Record<string, unknown> };
 }
 
 export class Dispatcher {

@@ -1,8 +1,8 @@
 import {
   ErrorCode,
   ServeError,
-  checkInputs,
   contentTypes,
+  oipJsonToWire,
   decodeTensors,
   describeZodError,
   encodeTensors,
@@ -11,43 +11,11 @@ import {
   isDatatype,
   tensorDataToJson,
   tensorFromJsonData,
-  type ModelRecord,
   type Tensor,
 } from "@sloserve/contracts";
 
-/**
- * Conversion between the Open Inference Protocol's JSON and the bus's binary tensors, done once at
- * the edge: the body is checked against the model's signature here, so bad input gets its 4xx
- * without touching the bus.
- */
-export function jsonToWire(body: unknown, signature: ModelRecord["inputs"]): { payload: Uint8Array; id: string | undefined; timeoutMs: number | undefined } {
-  const parsed = inferRequestSchema.safeParse(body);
-  if (!parsed.success) throw new ServeError(ErrorCode.badRequest, `invalid inference request: ${describeZodError(parsed.error)}`);
-  const request = parsed.data;
-  const tensors: Tensor[] = [];
-  for (const input of request.inputs) {
-    if (!isDatatype(input.datatype)) {
-      throw new ServeError(ErrorCode.invalidDatatype, `input '${input.name}' has unknown datatype ${JSON.stringify(input.datatype)}`);
-    }
-  }
-  // Header checks first (name, datatype, shape), then data length and element values.
-  const lengths = request.inputs.map((i) => countElements(i.data));
-  checkInputs(request.inputs.map((i, k) => ({ name: i.name, datatype: i.datatype, shape: i.shape, length: lengths[k] as number })), signature);
-  for (const input of request.inputs) tensors.push(tensorFromJsonData(input.name, input.datatype as never, input.shape, input.data));
-  const timeout = request.parameters?.["timeout_ms"];
-  return {
-    payload: encodeTensors(tensors, request.id ? { id: request.id } : {}),
-    id: request.id,
-    timeoutMs: typeof timeout === "number" && timeout > 0 ? timeout : undefined,
-  };
-}
-
-function countElements(data: unknown): number {
-  if (!Array.isArray(data)) return 1;
-  let n = 0;
-  for (const d of data) n += Array.isArray(d) ? countElements(d) : 1;
-  return n;
-}
+/** The JSON → binary conversion at the edge (libs/contracts oip.ts): bad input gets its 4xx here. */
+export const jsonToWire = oipJsonToWire;
 
 export interface ReplyMeta {
   model_name?: string;
