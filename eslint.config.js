@@ -12,12 +12,19 @@ const ioModules = [
 const ioPatterns = ["@nats-io/*", "@sloserve/bus", "@sloserve/store", "@sloserve/runtime", "@sloserve/stack"];
 
 export default tseslint.config(
-  { ignores: ["**/node_modules/**", "**/dist-types/**", ".run/**", ".cache/**", "reports/**", "bench/results/**"] },
+  { ignores: ["**/node_modules/**", "**/dist-types/**", ".run/**", ".cache/**", "reports/**", "bench/results/**", ".scratch/**"] },
   {
     files: ["**/*.ts"],
-    languageOptions: { parser: tseslint.parser },
+    // Type-aware: the rules below need the type checker (each package's tsconfig, found per file).
+    languageOptions: { parser: tseslint.parser, parserOptions: { projectService: { allowDefaultProject: ["vitest.config.ts"] }, tsconfigRootDir: import.meta.dirname } },
     plugins: { "@typescript-eslint": tseslint.plugin },
     rules: {
+      // A promise nobody awaits or handles loses its error: await it, return it, or `void` it on purpose
+      // with its own .catch that logs.
+      "@typescript-eslint/no-floating-promises": "error",
+      // An async function where a callback must return void (event handlers, setInterval) drops its
+      // rejection.
+      "@typescript-eslint/no-misused-promises": "error",
       "no-restricted-imports": ["error", {
         patterns: [{ group: ["@sloserve/*/src/*", "../../libs/*", "../../../libs/*"], message: "import the package's public entry (@sloserve/<name>), not its files" }],
       }],

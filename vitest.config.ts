@@ -2,7 +2,7 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["libs/*/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/**/*.test.ts"],
+    include: ["libs/*/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/**/*.test.ts", "bench/test/**/*.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // Integration suites start their own nats-server/redis-server on free ports. One file at a time:

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { connect, headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { startStack, digitsModels, registerOverHttp, waitForProfiles, tempDir, type Stack, type BundledModel } from "@sloserve/stack";
 import { contentTypes, decodeTensors, encodeTensors, headers, subjects } from "@sloserve/contracts";
-import { Network, exportNetwork, createRng } from "@sloserve/zoo";
+import { Network, exportNetwork } from "@sloserve/zoo";
+import { createRng } from "@sloserve/policy";
 import { postJson } from "./support.js";
 
 /**

@@ -29,13 +29,13 @@ import { join } from "node:path";
 import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
 import { contentTypes, decodeTensors, decodeWireMeta, headers, subjects, type Tensor } from "@sloserve/contracts";
 import { OnnxRunner } from "@sloserve/runtime";
-import { variantName } from "@sloserve/policy";
+import { median, variantName } from "@sloserve/policy";
 import { registerOverHttp, startStack, waitForProfiles, type Stack } from "@sloserve/stack";
 import { HttpClient, batchSizeOf, expectOk } from "../lib/http-client.js";
 import { makeQuery, recModel, smallModel, type BenchModel, type Query } from "../lib/inputs.js";
 import { backToBack, closedLoop, interleaved, type Target } from "../lib/load.js";
 import { BENCH_DIR, CpuMeter, RssSampler, monotonicUs, rssMb, startChild, type Child } from "../lib/proc.js";
-import { mean, median, round, roundSummary, summarize, type Summary } from "../lib/stats.js";
+import { mean, round, roundSummary, summarize, type Summary } from "../lib/stats.js";
 
 export interface ServingOptions {
   quick: boolean;

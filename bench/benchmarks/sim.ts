@@ -2,7 +2,7 @@
  * The discrete-event simulator (libs/sim): wall time to simulate one hour at 1 000 QPS (≈ 3.6 M
  * queries), two ways:
  *
- * - `stack` (the summary's figure): libs/sim's own `stackBenchmark`, the whole INFaaS policy stack
+ * - `stack` (the summary's figure): `stackBenchmark` (lib/stack-bench.ts), the whole INFaaS policy stack
  *   (per-query selection, variant state machine and model autoscaler every second, VM autoscaler
  *   every 2 s, four apps × the four ResNet50 variants of INFaaS §6.2, machines that boot in 30 s);
  * - `routing`: the engine with only per-query selection on the query path: every arrival is routed by
@@ -12,7 +12,8 @@
  *   is what the controllers cost.
  */
 import { SelectionIndex, type VariantProfile } from "@sloserve/policy";
-import { Simulator, drop, gammaArrivals, stackBenchmark, type Queue } from "@sloserve/sim";
+import { Simulator, drop, gammaArrivals, type Queue } from "@sloserve/sim";
+import { stackBenchmark } from "../lib/stack-bench.js";
 import { round } from "../lib/stats.js";
 
 export interface SimRun {

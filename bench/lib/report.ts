@@ -137,7 +137,7 @@ export function renderResults(
     const r = sim.result;
     out.push(`### Simulator (${origin(sim)})`, "");
     const rows: Array<Array<string | number>> = [];
-    if (r.stack) rows.push(["whole INFaaS policy stack (libs/sim `stackBenchmark`)", r.stack.hourS, r.stack.arrivals, r.stack.events, r.stack.eventsPerS, r.stack.sloAttainment, r.stack.p99Ms]);
+    if (r.stack) rows.push(["whole INFaaS policy stack (bench/lib/stack-bench.ts)", r.stack.hourS, r.stack.arrivals, r.stack.events, r.stack.eventsPerS, r.stack.sloAttainment, r.stack.p99Ms]);
     if (r.routing) rows.push(["engine + per-query selection only", r.routing.hourS, r.routing.arrivals, r.routing.events, r.routing.eventsPerS, r.routing.sloAttainment, r.routing.p99Ms]);
     out.push(table(["one simulated hour at 1 000 QPS", "wall s", "queries", "events", "events/s", "SLO attainment", "p99 ms"], rows), "");
   }

@@ -1,16 +1,8 @@
-/** Small statistics helpers for the benchmarks: nearest-rank quantiles over plain number arrays. */
-
-/** Value at rank ⌈q·n⌉ of the sorted values (nearest rank); NaN when empty. */
-export function quantile(values: readonly number[], q: number): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const k = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
-  return sorted[k] as number;
-}
-
-export function median(values: readonly number[]): number {
-  return quantile(values, 0.5);
-}
+/**
+ * Small statistics helpers for the benchmarks: summaries and rounding. Quantiles and medians are
+ * @sloserve/policy's (`quantile`, `quantileSorted`, `median`: nearest rank; the median interpolates).
+ */
+import { quantileSorted } from "@sloserve/policy";
 
 export function mean(values: readonly number[]): number {
   if (values.length === 0) return NaN;
@@ -32,7 +24,7 @@ export interface Summary {
 export function summarize(values: readonly number[]): Summary {
   if (values.length === 0) return { n: 0, p50: NaN, p90: NaN, p99: NaN, mean: NaN, min: NaN, max: NaN };
   const sorted = [...values].sort((a, b) => a - b);
-  const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] as number;
+  const at = (q: number): number => quantileSorted(sorted, q);
   return { n: sorted.length, p50: at(0.5), p90: at(0.9), p99: at(0.99), mean: mean(sorted), min: sorted[0] as number, max: sorted[sorted.length - 1] as number };
 }
 

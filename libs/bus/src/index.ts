@@ -2,3 +2,4 @@ export * from "./log.js";
 export * from "./connection.js";
 export * from "./replies.js";
 export * from "./service.js";
+export * from "./clock.js";

@@ -6,3 +6,4 @@ export * from "./wire.js";
 export * from "./schemas.js";
 export * from "./config.js";
 export * from "./oip.js";
+export * from "./clock.js";

@@ -144,6 +144,8 @@ export const variantMetricsSchema = z.object({
   state: variantStateSchema,
   /** Loaded instances of the variant on the worker. */
   instances: z.number().int().nonnegative().default(1),
+  /** Instances of the variant being loaded on the worker (their resources count as used); absent: 0. */
+  loading: z.number().int().nonnegative().optional(),
   /** Queries answered after their latency SLO (model-less queries carry one). */
   sloMisses: z.number().int().nonnegative().default(0),
   /** Median time of one batch run and median batch size over the window. */
@@ -171,6 +173,12 @@ export const workerReportSchema = z.object({
   /** Memory the worker offers to variants, and what its loaded instances take (from their profiles). */
   memoryBytes: z.number().nonnegative(),
   memoryUsedBytes: z.number().nonnegative().default(0),
+  /**
+   * Accelerators (GPUs, NeuronCores) the worker offers, and how many its loaded and loading instances
+   * hold (one each, libs/policy variant-profile); absent: 0 (reports from workers before they existed).
+   */
+  accelerators: z.number().int().nonnegative().optional(),
+  acceleratorsUsed: z.number().int().nonnegative().optional(),
   rssBytes: z.number().nonnegative(),
   variants: z.array(variantMetricsSchema),
 });

@@ -10,25 +10,42 @@ import {
   streams,
   subjects,
   tensorDataToJson,
+  type Clock,
   type Tensor,
   type VariantRecord,
 } from "@sloserve/contracts";
 import { makeHeaders, replyError, type Bus, type Logger } from "@sloserve/bus";
-import { decideBatch, cannotFinishInTime, variantPricePerSecond } from "@sloserve/policy";
+import { cannotFinishInTime, planBatch, profiledLatencyAt, RunTimeEstimate, variantPricePerSecond, type BatchPolicy, type BatchQueueView } from "@sloserve/policy";
 import type { ModelBackend } from "./backend.js";
 import { WindowStats } from "./stats.js";
 
 /**
  * One loaded variant on a worker: pulls queries from the variant's JetStream queue (the durable
- * consumer that every replica shares), forms batches (Nbatch / Wbatch, libs/policy batching),
- * runs them, replies to each caller's inbox, then acks. An unacked query is redelivered to another
- * replica if this one dies.
+ * consumer that every replica shares), forms batches and sheds queries that can no longer meet their
+ * deadline (libs/policy `planBatch`, `cannotFinishInTime`, `RunTimeEstimate`: the rule the simulator
+ * runs), runs them, replies to each caller's inbox, then acks. An unacked query is redelivered to
+ * another replica if this one dies.
  */
 
 interface Pending {
   msg: JsMsg;
   queuedAtMs: number;
   receivedAtMs: number;
+  deadlineMs: number;
+}
+
+/** The queries this instance holds, as the batching rule reads them. */
+class PendingQueue implements BatchQueueView {
+  items: Pending[] = [];
+  get length(): number {
+    return this.items.length;
+  }
+  queuedAtMs(i: number): number {
+    return (this.items[i] as Pending).queuedAtMs;
+  }
+  deadlineMs(i: number): number {
+    return (this.items[i] as Pending).deadlineMs;
+  }
 }
 
 
@@ -41,7 +58,7 @@ const KEEPALIVE_MS = 2_000;
 
 export class VariantInstance {
   readonly stats = new WindowStats();
-  private queue: Pending[] = [];
+  private readonly queue = new PendingQueue();
   private busy = false;
   private timer: NodeJS.Timeout | undefined;
   private keepAlive: NodeJS.Timeout | undefined;
@@ -49,10 +66,12 @@ export class VariantInstance {
   private messages: ConsumerMessages | undefined;
   private stopped = false;
   private running: Promise<void> = Promise.resolve();
-  /** EWMA of batch run time, ms: the "expected run time" used for deadline checks. */
-  private runMsEwma = 0;
+  /** Expected run time of a batch (profile × observed slowdown): used for deadline checks. */
+  readonly runTime: RunTimeEstimate;
+  private readonly expectedMs: (size: number) => number;
+  private readonly policy: BatchPolicy;
   /** When the last batch finished (the executor has been idle since, unless busy). */
-  private idleSinceMs = Date.now();
+  private idleSinceMs: number;
   /** What this instance costs per second (its share of the hardware), for per-query cost. */
   private readonly pricePerS: number;
 
@@ -62,8 +81,14 @@ export class VariantInstance {
     private readonly bus: Bus,
     private readonly worker: { id: string; hardware: string },
     private readonly log: Logger,
+    private readonly clock: Clock,
   ) {
     this.pricePerS = variantPricePerSecond(variant.hardware, variant.threads);
+    const profiled = variant.profile?.latencyMs;
+    this.runTime = new RunTimeEstimate(profiled && Object.keys(profiled).length > 0 ? (b) => profiledLatencyAt(profiled, b) : undefined);
+    this.expectedMs = (b) => this.runTime.expectedMs(b);
+    this.policy = { maxBatch: variant.maxBatch, batchWaitMs: variant.batchWaitMs };
+    this.idleSinceMs = clock.now();
   }
 
   get queueLength(): number {
@@ -97,17 +122,23 @@ export class VariantInstance {
     this.messages = await consumer.consume({ max_messages: Math.max(2, this.variant.maxBatch * 2) });
     void this.pump(this.messages);
     this.keepAlive = setInterval(() => {
-      const old = Date.now() - KEEPALIVE_MS;
-      for (const p of [...this.inFlight, ...this.queue]) if (p.receivedAtMs < old) p.msg.working();
+      const old = this.clock.now() - KEEPALIVE_MS;
+      for (const p of [...this.inFlight, ...this.queue.items]) if (p.receivedAtMs < old) p.msg.working();
     }, KEEPALIVE_MS);
   }
 
   private async pump(messages: ConsumerMessages): Promise<void> {
     try {
       for await (const msg of messages) {
-        const now = Date.now();
+        const now = this.clock.now();
         const enq = Number(msg.headers?.get(headers.enqueuedAt));
-        this.queue.push({ msg, queuedAtMs: Number.isFinite(enq) && enq > 0 ? Math.min(enq, now) : now, receivedAtMs: now });
+        const deadline = Number(msg.headers?.get(headers.deadline));
+        this.queue.items.push({
+          msg,
+          queuedAtMs: Number.isFinite(enq) && enq > 0 ? Math.min(enq, now) : now,
+          receivedAtMs: now,
+          deadlineMs: Number.isFinite(deadline) && deadline > 0 ? deadline : Infinity,
+        });
         this.stats.arrivals++;
         this.schedule();
       }
@@ -118,20 +149,18 @@ export class VariantInstance {
 
   private schedule(): void {
     if (this.stopped) return;
-    const now = Date.now();
-    const decision = decideBatch(this.queue.length, this.queue[0]?.queuedAtMs, this.busy, now, {
-      maxBatch: this.variant.maxBatch,
-      batchWaitMs: this.variant.batchWaitMs,
-    });
+    const now = this.clock.now();
+    const { late, decision } = planBatch(this.queue, this.busy, now, this.policy, this.expectedMs);
+    for (const p of this.queue.items.splice(0, late)) this.late(p, now);
     if (decision.action === "run") {
       if (this.timer) clearTimeout(this.timer);
       this.timer = undefined;
-      const batch = this.queue.splice(0, decision.size);
+      const batch = this.queue.items.splice(0, decision.size);
       this.inFlight = batch;
       this.busy = true;
       this.running = this.runBatch(batch).finally(() => {
         this.busy = false;
-        this.idleSinceMs = Date.now();
+        this.idleSinceMs = this.clock.now();
         this.schedule();
       });
     } else if (decision.action === "wait" && !this.timer) {
@@ -142,17 +171,23 @@ export class VariantInstance {
     }
   }
 
+  /** A query that cannot finish by its deadline is answered with a clear error, not run late. */
+  private late(p: Pending, nowMs: number): void {
+    const h = p.msg.headers;
+    this.fail(p, h?.get(headers.replyTo) || undefined, new ServeError(ErrorCode.deadlineExceeded, `query could not finish before its deadline (waited ${nowMs - p.queuedAtMs} ms in the queue of ${this.variant.name})`), h?.get(headers.requestId) || undefined);
+  }
+
   private async runBatch(batch: Pending[]): Promise<void> {
-    const started = Date.now();
+    const started = this.clock.now();
     const startedPrecise = performance.now();
+    const expected = this.runTime.expectedMs(batch.length);
     const live: Array<{ p: Pending; inputs: Tensor[]; requestId: string | undefined; id: string | undefined }> = [];
     for (const p of batch) {
       const h = p.msg.headers;
       const requestId = h?.get(headers.requestId) || undefined;
       const replyTo = h?.get(headers.replyTo) || undefined;
-      const deadline = Number(h?.get(headers.deadline) || Infinity);
-      if (cannotFinishInTime(deadline, started, this.runMsEwma)) {
-        this.fail(p, replyTo, new ServeError(ErrorCode.deadlineExceeded, `query could not finish before its deadline (waited ${started - p.queuedAtMs} ms in the queue of ${this.variant.name})`), requestId);
+      if (cannotFinishInTime(p.deadlineMs, started, expected)) {
+        this.late(p, started);
         continue;
       }
       try {
@@ -175,10 +210,11 @@ export class VariantInstance {
         for (const l of live) outputs.push(await this.backend.runBatch([l.inputs]).then((o) => o[0] as Tensor[], (e: Error) => e));
       }
     }
-    const finished = Date.now();
+    const finished = this.clock.now();
     const runMs = performance.now() - startedPrecise;
-    this.runMsEwma = this.runMsEwma === 0 ? runMs : 0.8 * this.runMsEwma + 0.2 * runMs;
-    this.stats.recordBatch(runMs, live.length);
+    this.runTime.observe(live.length, runMs);
+    const profiled = this.variant.profile?.latencyMs;
+    this.stats.recordBatch(runMs, live.length, profiled ? profiledLatencyAt(profiled, live.length) : runMs);
     const costPerQuery = (this.pricePerS * runMs) / 1000 / live.length;
     live.forEach((l, i) => {
       const out = outputs[i];
@@ -236,10 +272,10 @@ export class VariantInstance {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
-    await this.messages?.close().catch(() => undefined);
+    await this.messages?.close().catch((err: unknown) => this.log.warn({ err, variant: this.variant.name }, "closing the query consumer failed"));
     await this.running;
     while (this.queue.length > 0) {
-      this.inFlight = this.queue.splice(0, this.variant.maxBatch);
+      this.inFlight = this.queue.items.splice(0, this.variant.maxBatch);
       await this.runBatch(this.inFlight);
     }
     if (this.keepAlive) clearInterval(this.keepAlive);

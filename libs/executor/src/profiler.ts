@@ -103,7 +103,8 @@ export async function runProfile(job: ProfileJob, deps: ProfileDeps): Promise<Va
   const steps = Math.log2(maxBatch) + 3; // load, batch sizes, accuracy
   const progress = (phase: ProfileProgress["phase"], message: string): void => {
     const event: ProfileProgress = { model: job.model, job: job.id, hardware: job.hardware, phase, step, steps, message, worker, atMs: Date.now() };
-    bus.js.publish(subjects.profileProgress(job.model), JSON.stringify(event)).catch(() => undefined);
+    // Progress is for people watching; profiling goes on without it.
+    bus.js.publish(subjects.profileProgress(job.model), JSON.stringify(event)).catch((err: unknown) => log.debug({ err, model: job.model, phase }, "profile progress not published"));
     deps.keepAlive?.();
   };
   progress("started", `profiling ${job.variants.length} variants (${job.quantization}, ${job.threads} threads)`);

@@ -7,6 +7,8 @@ import {
   type Hardware,
   type ScaleCommand,
   type ScaleResult,
+  type VariantRecord,
+  type Clock,
   type StateEvent,
   type VariantState,
   type WorkerReport,
@@ -17,7 +19,7 @@ import type { BackendFactory } from "./backend.js";
 import { VariantInstance } from "./instance.js";
 import { runProfile } from "./profiler.js";
 import { mergeFigures } from "./stats.js";
-import { DEFAULT_VARIANT_STATE_CONFIG, nextState, profiledLatencyAt, type VariantStateMemory } from "@sloserve/policy";
+import { DEFAULT_VARIANT_STATE_CONFIG, nextState, observeWindow, type VariantStateMemory } from "@sloserve/policy";
 
 /**
  * A worker process ("VM" in INFaaS terms): holds several variant instances, obeys load/unload
@@ -35,6 +37,12 @@ export interface WorkerOptions {
   profile?: boolean;
   /** Memory this worker offers to variant instances, bytes (their profiled memory is reserved). */
   memoryBytes: number;
+  /**
+   * Accelerators (GPUs, NeuronCores) this worker offers; each instance of an accelerator variant holds
+   * one (libs/policy variant-profile). Counted and reported, not enforced (variants may share a device
+   * as they share threads). @default 0
+   */
+  accelerators?: number;
 }
 
 const json = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
@@ -42,12 +50,16 @@ const json = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.strin
 export class Worker {
   private readonly instances = new Map<string, VariantInstance[]>();
   private readonly memories = new Map<string, VariantStateMemory>();
+  /** Instances being loaded, by variant: they hold their resources already. */
+  private readonly loadingNow = new Map<string, { variant: VariantRecord; count: number }>();
   private readonly states = new Map<string, VariantState>();
   private commands: ConsumerMessages | undefined;
   private profileJobs: ConsumerMessages | undefined;
   private reportTimer: NodeJS.Timeout | undefined;
-  private lastReportMs = Date.now();
-  private readonly startedAtMs = Date.now();
+  private lastReportMs: number;
+  private readonly startedAtMs: number;
+  /** Per variant: arrivals of recent report periods, for the load window of the state machine. */
+  private readonly arrivalHistory = new Map<string, Array<{ atMs: number; arrivals: number; ms: number }>>();
   private readonly hardware: Hardware;
 
   constructor(
@@ -56,8 +68,11 @@ export class Worker {
     private readonly backends: BackendFactory,
     private readonly options: WorkerOptions,
     private readonly log: Logger,
+    private readonly clock: Clock,
   ) {
     this.hardware = backends.hardware;
+    this.startedAtMs = clock.now();
+    this.lastReportMs = this.startedAtMs;
   }
 
   get id(): string {
@@ -65,7 +80,7 @@ export class Worker {
   }
 
   async start(): Promise<void> {
-    await this.report();
+    await this.tick();
     const durable = `worker-${this.id}`;
     await this.bus.jsm.consumers.add(streams.scale.name, {
       durable_name: durable,
@@ -92,7 +107,7 @@ export class Worker {
       }
     })();
     if (this.options.profile !== false) await this.startProfiler();
-    this.reportTimer = setInterval(() => void this.report().catch((err) => this.log.warn({ err }, "report failed")), this.options.reportEveryMs ?? 1000);
+    this.reportTimer = setInterval(() => void this.tick().catch((err: unknown) => this.log.warn({ err }, "report failed")), this.options.reportEveryMs ?? 1000);
   }
 
   /**
@@ -122,10 +137,10 @@ export class Worker {
           msg.term();
           continue;
         }
-        const started = Date.now();
+        const started = this.clock.now();
         try {
           const updated = await runProfile(parsed.data, { bus: this.bus, store: this.store, backends: this.backends, worker: this.id, log: this.log, keepAlive: () => msg.working() });
-          this.log.info({ model: parsed.data.model, variants: updated.length, ms: Date.now() - started }, "profiled");
+          this.log.info({ model: parsed.data.model, variants: updated.length, ms: this.clock.now() - started }, "profiled");
           msg.ack();
         } catch (err) {
           this.log.error({ err, job: parsed.data.id, model: parsed.data.model }, "profiling failed");
@@ -139,7 +154,7 @@ export class Worker {
     const previous = this.states.get(variant) ?? "inactive";
     if (state === "inactive") this.states.delete(variant);
     else this.states.set(variant, state);
-    const event: StateEvent = { variant, model, worker: this.id, hardware: this.hardware, state, previous, reason, atMs: Date.now() };
+    const event: StateEvent = { variant, model, worker: this.id, hardware: this.hardware, state, previous, reason, atMs: this.clock.now() };
     this.log.info({ variant, state, previous, reason }, "variant state");
     await Promise.all([
       this.bus.js.publish(subjects.state(variant, this.id), json(event)),
@@ -148,7 +163,7 @@ export class Worker {
   }
 
   async execute(command: ScaleCommand): Promise<ScaleResult> {
-    const started = Date.now();
+    const started = this.clock.now();
     let error: string | undefined;
     try {
       if (command.action === "load") await this.load(command.variant, command.reason, 1, true);
@@ -158,8 +173,8 @@ export class Worker {
       error = (err as Error).message;
       this.log.error({ err, command }, "scale command failed");
     }
-    const result: ScaleResult = { id: command.id, worker: this.id, action: command.action, variant: command.variant, ok: !error, error, durationMs: Date.now() - started, atMs: Date.now() };
-    await this.bus.js.publish(subjects.scaleResult(this.id), json(result)).catch(() => undefined);
+    const result: ScaleResult = { id: command.id, worker: this.id, action: command.action, variant: command.variant, ok: !error, error, durationMs: this.clock.now() - started, atMs: this.clock.now() };
+    await this.bus.js.publish(subjects.scaleResult(this.id), json(result)).catch((err: unknown) => this.log.warn({ err, command: command.id, variant: command.variant }, "could not publish the scale result"));
     return result;
   }
 
@@ -178,22 +193,28 @@ export class Worker {
       throw new Error(`not enough memory for ${count} instance(s) of ${variant.name}: needs ${need} bytes, ${Math.max(0, this.options.memoryBytes - this.memoryUsed())} free`);
     }
     if (existing.length === 0) await this.setState(variant.name, variant.model, "loading", reason);
+    let pending = count;
+    this.reserve(variant, pending);
     try {
       const bytes = await this.bus.models.getBlob(variant.object);
       if (!bytes) throw new Error(`model binary ${variant.object} is missing from the repository`);
       for (let i = 0; i < count; i++) {
         const backend = await this.backends.load(bytes, { threads: variant.threads });
-        const instance = new VariantInstance(variant, backend, this.bus, { id: this.id, hardware: this.hardware }, this.log.child({ variant: variant.name }));
+        const instance = new VariantInstance(variant, backend, this.bus, { id: this.id, hardware: this.hardware }, this.log.child({ variant: variant.name }), this.clock);
         await instance.start();
         this.instances.set(variant.name, [...(this.instances.get(variant.name) ?? []), instance]);
+        this.reserve(variant, -1);
+        pending--;
       }
       if (existing.length === 0) {
-        this.memories.set(variant.name, { state: "active", sinceMs: Date.now(), slowCount: 0 });
+        this.memories.set(variant.name, { state: "active", sinceMs: this.clock.now(), slowCount: 0 });
         await this.setState(variant.name, variant.model, "active", `loaded: ${reason}`);
       } else this.log.info({ variant: variant.name, instances: this.instances.get(variant.name)?.length, reason }, "instances added");
     } catch (err) {
       if (!this.instances.get(variant.name)?.length) await this.setState(variant.name, variant.model, "inactive", `load failed: ${(err as Error).message}`);
       throw err;
+    } finally {
+      this.reserve(variant, -pending);
     }
   }
 
@@ -211,46 +232,49 @@ export class Worker {
     if (keep.length === 0) {
       this.instances.delete(variantName);
       this.memories.delete(variantName);
+      this.arrivalHistory.delete(variantName);
       await this.setState(variantName, model, "inactive", reason);
     } else this.log.info({ variant: variantName, instances: keep.length, reason }, "instances removed");
   }
 
   /**
-   * The worker's one-second report. Each variant's state follows from what it did this second
-   * (INFaaS §4.1, libs/policy variant-state): Overloaded at or above its profiled peak throughput,
-   * Interfered when its batches run 20% slower than profiled for 3 s in a row.
+   * The worker's one-second report, and the variant state transitions it implies (INFaaS §4.1): each
+   * variant's observation is built by libs/policy `observeWindow` from what it did (arrivals over the
+   * load window; batches with their observed and profiled times this period) and stepped by
+   * `nextState`, the rule the simulator's monitor runs. Decides only: `tick` publishes.
    */
-  buildReport(): WorkerReport {
-    const now = Date.now();
-    const windowMs = Math.max(1, now - this.lastReportMs);
-    this.lastReportMs = now;
+  buildReport(nowMs: number): { report: WorkerReport; transitions: Array<{ variant: string; model: string; state: VariantState; reason: string }>; memories: Map<string, VariantStateMemory> } {
+    const windowMs = Math.max(1, nowMs - this.lastReportMs);
     const transitions: Array<{ variant: string; model: string; state: VariantState; reason: string }> = [];
+    const memories = new Map<string, VariantStateMemory>();
+    const cfg = DEFAULT_VARIANT_STATE_CONFIG;
     const variants = [...this.states.entries()].map(([name, state]) => {
       const list = this.instances.get(name) ?? [];
       const f = mergeFigures(list.map((i) => i.stats.take()));
       const perSecond = 1000 / windowMs;
       const variant = list[0]?.variant;
+      // Arrivals over the load window (the periods that end within it, this one included).
+      const history = (this.arrivalHistory.get(name) ?? []).filter((h) => h.atMs > nowMs - cfg.loadWindowMs);
+      history.push({ atMs: nowMs, arrivals: f.arrivals, ms: windowMs });
+      this.arrivalHistory.set(name, history);
       let current = state;
       const memory = this.memories.get(name);
       if (variant?.profile && memory && (state === "active" || state === "overloaded" || state === "interfered")) {
-        const step = nextState(
-          memory,
+        const spanMs = history.reduce((sum, h) => sum + h.ms, 0);
+        const obs = observeWindow(
           {
-            loaded: true,
-            loading: false,
-            qps: f.arrivals * perSecond,
-            peakQps: variant.profile.peakQps * list.length,
-            // Fewer than 10 batches in a second is too little evidence of interference either way (and
-            // at low rates caches go cold between queries, which is no interference).
-            observedP50Ms: f.batches >= 10 ? f.batchP50Ms : null,
-            profiledMs: profiledLatencyAt(variant.profile.latencyMs, Math.max(1, Math.round(f.batchSizeP50))),
+            instances: list.length,
+            loading: 0,
+            qps: (history.reduce((sum, h) => sum + h.arrivals, 0) * 1000) / Math.max(1, spanMs),
+            peakQpsPerInstance: variant.profile.peakQps,
+            batches: f.batches,
+            observedBatchMs: f.observedBatchMs,
+            profiledBatchMs: f.profiledBatchMs,
           },
-          now,
-          // The executor's span (decode, concatenate, run, split) is a little longer than the
-          // profiler's (run only): 20% plus 2 ms before a batch counts as slow.
-          { ...DEFAULT_VARIANT_STATE_CONFIG, interferenceFloorMs: 2 },
+          cfg,
         );
-        this.memories.set(name, step.memory);
+        const step = nextState(memory, obs, nowMs, cfg);
+        memories.set(name, step.memory);
         if (step.changed) {
           current = step.memory.state;
           transitions.push({ variant: name, model: variant.model, state: current, reason: step.reason });
@@ -260,6 +284,7 @@ export class Worker {
         variant: name,
         state: current,
         instances: list.length,
+        loading: this.loadingNow.get(name)?.count ?? 0,
         queueLength: list.reduce((sum, i) => sum + i.queueLength, 0),
         arrivals: Math.round(f.arrivals * perSecond),
         served: Math.round(f.served * perSecond),
@@ -273,41 +298,73 @@ export class Worker {
         utilisation: f.busyMs / windowMs,
       };
     });
-    for (const t of transitions) void this.setState(t.variant, t.model, t.state, t.reason).catch((err) => this.log.warn({ err }, "state publish failed"));
-    const threadsUsed = [...this.instances.values()].flat().reduce((sum, i) => sum + i.variant.threads, 0);
+    const held = this.held();
+    const threadsUsed = held.threads;
     const mem = process.memoryUsage();
     const memoryUsedBytes = this.memoryUsed();
-    return {
+    const report: WorkerReport = {
       worker: this.id,
       hardware: this.hardware,
-      atMs: now,
+      atMs: nowMs,
       startedAtMs: this.startedAtMs,
       threads: this.options.threads,
       threadsUsed,
       memoryBytes: this.options.memoryBytes,
       memoryUsedBytes,
+      accelerators: this.options.accelerators ?? 0,
+      acceleratorsUsed: held.accelerators,
       rssBytes: mem.rss,
       variants,
     };
+    return { report, transitions, memories };
   }
 
-  private async report(): Promise<void> {
-    const report = this.buildReport();
-    await Promise.all([this.bus.js.publish(subjects.workerMetrics(this.id), json(report)), this.store.putWorker(report, 5_000)]);
+  /** One report period: decide (buildReport), then keep the new state memories and publish. */
+  async tick(): Promise<WorkerReport> {
+    const nowMs = this.clock.now();
+    const { report, transitions, memories } = this.buildReport(nowMs);
+    this.lastReportMs = nowMs;
+    for (const [name, m] of memories) this.memories.set(name, m);
+    await Promise.all([
+      ...transitions.map((t) => this.setState(t.variant, t.model, t.state, t.reason).catch((err: unknown) => this.log.warn({ err, variant: t.variant, state: t.state }, "state publish failed"))),
+      this.bus.js.publish(subjects.workerMetrics(this.id), json(report)),
+      this.store.putWorker(report, 5_000),
+    ]);
+    return report;
   }
 
-  /** Memory reserved by loaded instances: each takes what its profile measured. */
+  /** Memory reserved by loaded and loading instances: each takes what its profile measured. */
   private memoryUsed(): number {
-    return [...this.instances.values()].flat().reduce((sum, i) => sum + (i.variant.profile?.memoryBytes ?? 0), 0);
+    return this.held().memoryBytes;
+  }
+
+  /** What loaded and loading instances hold: threads, memory (profiled), one accelerator each for accelerator variants. */
+  private held(): { threads: number; memoryBytes: number; accelerators: number } {
+    const all = [...[...this.instances.values()].flat().map((i) => ({ variant: i.variant, count: 1 })), ...this.loadingNow.values()];
+    const sum = { threads: 0, memoryBytes: 0, accelerators: 0 };
+    for (const { variant, count } of all) {
+      sum.threads += variant.threads * count;
+      sum.memoryBytes += (variant.profile?.memoryBytes ?? 0) * count;
+      sum.accelerators += variant.hardware === "cpu" ? 0 : count;
+    }
+    return sum;
+  }
+
+  private reserve(variant: VariantRecord, n: number): void {
+    const count = (this.loadingNow.get(variant.name)?.count ?? 0) + n;
+    if (count > 0) this.loadingNow.set(variant.name, { variant, count });
+    else this.loadingNow.delete(variant.name);
   }
 
   /** Unloads everything (queued queries go back to the queue for other replicas) and leaves. */
   async stop(): Promise<void> {
     if (this.reportTimer) clearInterval(this.reportTimer);
-    await this.commands?.close().catch(() => undefined);
-    await this.profileJobs?.close().catch(() => undefined);
-    for (const name of [...this.instances.keys()]) await this.unload(name, "worker stopping").catch(() => undefined);
-    await this.store.removeWorker(this.id).catch(() => undefined);
-    await this.bus.jsm.consumers.delete(streams.scale.name, `worker-${this.id}`).catch(() => undefined);
+    // Stopping goes on past each failure, logging it: what is left is cleaned up by TTLs and timeouts.
+    const warn = (what: string, extra: Record<string, unknown> = {}) => (err: unknown): void => this.log.warn({ err, worker: this.id, ...extra }, `while stopping: ${what} failed`);
+    await this.commands?.close().catch(warn("closing the command consumer"));
+    await this.profileJobs?.close().catch(warn("closing the profile-job consumer"));
+    for (const name of [...this.instances.keys()]) await this.unload(name, "worker stopping").catch(warn("unloading", { variant: name }));
+    await this.store.removeWorker(this.id).catch(warn("removing the worker from the store"));
+    await this.bus.jsm.consumers.delete(streams.scale.name, `worker-${this.id}`).catch(warn("deleting the command consumer"));
   }
 }

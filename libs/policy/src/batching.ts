@@ -1,8 +1,20 @@
 /**
- * When an executor starts a batch (MArk §4.3, InferLine §4): a batch leaves when it holds
- * `maxBatch` queries, or when its oldest query has waited `batchWaitMs` (Wbatch). With
- * `batchWaitMs` = 0 an idle executor runs whatever is queued at once, and batches form by
- * themselves while it is busy (the queue grows during a run). Pure: time comes in as `nowMs`.
+ * How an executor batches (MArk §4.3, InferLine §4) and what it does with queries that can no longer
+ * meet their deadlines (DESIGN §3 "Batching"). One rule, called by the live executor
+ * (libs/executor `VariantInstance`) and by the simulator's engine (libs/sim `Simulator`) alike.
+ *
+ * - A batch leaves when it holds `maxBatch` queries (Nbatch), or when its oldest query has waited
+ *   `batchWaitMs` (Wbatch). With Wbatch = 0 an idle executor runs whatever is queued at once, and
+ *   batches form by themselves while it is busy (the queue grows during a run).
+ * - Before a batch is formed, the queries at the head of the queue that could not finish in time even
+ *   if they ran alone now are taken out (`late`): the caller answers them with a clear error or sends
+ *   them to overflow. Once the batch is formed, each of its queries that cannot finish within the
+ *   batch's expected run time is taken out the same way (`cannotFinishInTime`), so a batch never
+ *   starts a query silently late.
+ * - The expected run time of a batch of b is the profiled T(b) times the slowdown observed on recent
+ *   batches ({@link RunTimeEstimate}); without a profile, the moving average of observed batch times.
+ *
+ * Pure: time comes in as `nowMs`.
  */
 
 export interface BatchPolicy {
@@ -20,10 +32,11 @@ export type BatchDecision =
 export function decideBatch(queueLength: number, oldestQueuedAtMs: number | undefined, busy: boolean, nowMs: number, policy: BatchPolicy): BatchDecision {
   if (busy) return { action: "none", reason: "executor busy" };
   if (queueLength === 0 || oldestQueuedAtMs === undefined) return { action: "none", reason: "queue empty" };
-  if (queueLength >= policy.maxBatch) return { action: "run", size: policy.maxBatch, reason: `batch full (${policy.maxBatch})` };
+  // Reasons are constant strings: this runs once per batch in the simulator's hot loop.
+  if (queueLength >= policy.maxBatch) return { action: "run", size: policy.maxBatch, reason: "batch full (Nbatch)" };
   const due = oldestQueuedAtMs + policy.batchWaitMs;
-  if (nowMs >= due) return { action: "run", size: queueLength, reason: `oldest query waited ${nowMs - oldestQueuedAtMs} ms ≥ Wbatch ${policy.batchWaitMs} ms` };
-  return { action: "wait", untilMs: due, reason: `waiting for the batch to fill until Wbatch` };
+  if (nowMs >= due - 1e-9) return { action: "run", size: queueLength, reason: "the oldest query waited Wbatch" };
+  return { action: "wait", untilMs: due, reason: "waiting for the batch to fill until Wbatch" };
 }
 
 /**
@@ -31,5 +44,68 @@ export function decideBatch(queueLength: number, oldestQueuedAtMs: number | unde
  * not be started silently: the executor answers it with a clear error (or sends it to overflow).
  */
 export function cannotFinishInTime(deadlineMs: number, nowMs: number, expectedRunMs: number): boolean {
-  return nowMs + expectedRunMs > deadlineMs;
+  return nowMs + expectedRunMs > deadlineMs + 1e-9;
+}
+
+/** A FIFO of queries as the batching rule reads it (index 0 = the oldest). */
+export interface BatchQueueView {
+  readonly length: number;
+  /** When the i-th query joined this queue, ms. */
+  queuedAtMs(i: number): number;
+  /** The i-th query's deadline, ms (Infinity when it has none). */
+  deadlineMs(i: number): number;
+}
+
+export interface BatchStep {
+  /** How many queries at the head cannot finish in time even alone: take them out first. */
+  late: number;
+  /** Then, for the queries after them: run a batch, wait, or nothing. */
+  decision: BatchDecision;
+}
+
+/**
+ * One step of a batcher that is free to start a batch (`busy` false) or not: the late head first,
+ * then {@link decideBatch} over the rest. `expectedRunMs(b)` is the expected run time of a batch of b.
+ * Shedding happens only when the batcher could start a batch (a busy one is asked again when it frees).
+ */
+export function planBatch(queue: BatchQueueView, busy: boolean, nowMs: number, policy: BatchPolicy, expectedRunMs: (size: number) => number, shedLate = true): BatchStep {
+  if (busy) return { late: 0, decision: { action: "none", reason: "executor busy" } };
+  let late = 0;
+  if (shedLate) {
+    const alone = expectedRunMs(1);
+    while (late < queue.length && cannotFinishInTime(queue.deadlineMs(late), nowMs, alone)) late++;
+  }
+  const rest = queue.length - late;
+  return { late, decision: decideBatch(rest, rest > 0 ? queue.queuedAtMs(late) : undefined, false, nowMs, policy) };
+}
+
+/** Weight of the newest batch in the moving average of the observed slowdown. */
+export const RUN_TIME_EWMA_WEIGHT = 0.2;
+
+/**
+ * What a batch of b is expected to take on this executor: the profiled T(b) × the moving average of
+ * observed / profiled over recent batches (1 until a batch has run), or, for an unprofiled variant, the
+ * moving average of observed batch times (0 until a batch has run: nothing is shed before evidence).
+ * Pure state: `observe` after each batch, `expectedMs` before one.
+ */
+export class RunTimeEstimate {
+  /** Moving average of observed / profiled (profiled variants). */
+  slowdown = 1;
+  /** Moving average of observed batch time, ms (unprofiled variants). */
+  averageMs = 0;
+
+  /** @param profiledMs T(b) from the profile, or undefined for an unprofiled variant. */
+  constructor(private readonly profiledMs?: (size: number) => number) {}
+
+  observe(size: number, observedMs: number): void {
+    const w = RUN_TIME_EWMA_WEIGHT;
+    this.averageMs = this.averageMs === 0 ? observedMs : (1 - w) * this.averageMs + w * observedMs;
+    const p = this.profiledMs?.(size);
+    if (p !== undefined && p > 0) this.slowdown = (1 - w) * this.slowdown + w * (observedMs / p);
+  }
+
+  expectedMs(size: number): number {
+    const p = this.profiledMs?.(size);
+    return p !== undefined && p > 0 ? p * this.slowdown : this.averageMs;
+  }
 }

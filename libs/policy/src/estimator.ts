@@ -5,8 +5,13 @@
  * Model of the serving system (the centralized batched queueing system InferLine requires, §3): one
  * FIFO queue per model, shared by all of its replicas; whenever a replica is idle and the queue is not
  * empty, the replica takes min(queue length, max batch) queries at once and is busy for the profiled
- * latency of that batch size on its hardware. A query's latency is from its arrival at the pipeline
- * until every model it visits has finished with it (pipeline.ts has the routing rules). Conditional
+ * latency of that batch size on its hardware. When a batch finishes, its queries are handed on to
+ * the next models one at a time, in batch order, and an idle downstream replica starts on the first
+ * that reaches it (executors answer each query of a batch with its own message, and the simulator's
+ * engine routes each served query on its own; libs/sim/test/estimator-vs-engine.test.ts checks that
+ * the two simulators agree); only then does the finished replica take its next batch.
+ * A query's latency is from its arrival at the pipeline until every model it visits has finished with
+ * it (pipelineRoute in pipeline.ts is the routing rule, shared with the simulator). Conditional
  * edges are decided per query in advance (sampleRoutes) so that every configuration the Planner
  * compares sees the same queries take the same paths.
  *
@@ -22,9 +27,10 @@
  * only heap holds in-flight batches (at most one per replica), queues are append-only typed arrays
  * (a query enters each model at most once) and a batch is a slice of its model's queue.
  */
+import { quantile } from "./quantile.js";
 import type { Rng } from "./rng.js";
 import {
-  findProfile, latencyFn, rootModels, topologicalOrder, validatePipeline,
+  findProfile, latencyFn, pipelineRoute, rootModels, topologicalOrder, validatePipeline,
   type Pipeline, type PipelineConfig, type ProfileSet,
 } from "./pipeline.js";
 
@@ -77,44 +83,6 @@ export function sampleRoutes(p: Pipeline, n: number, rng: Rng): Uint32Array {
     out[q] = mask >>> 0;
   }
   return out;
-}
-
-/** The value at rank ⌈q·n⌉ (nearest-rank percentile) of finite values; NaN when none. */
-export function percentile(values: ArrayLike<number>, q: number): number {
-  const xs = new Float64Array(values.length);
-  let n = 0;
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i]!;
-    if (!Number.isNaN(v)) xs[n++] = v;
-  }
-  if (n === 0) return NaN;
-  const k = Math.min(n - 1, Math.max(0, Math.ceil(q * n) - 1));
-  return quickselect(xs.subarray(0, n), k);
-}
-
-function quickselect(a: Float64Array, k: number): number {
-  let lo = 0;
-  let hi = a.length - 1;
-  while (lo < hi) {
-    const pivot = a[(lo + hi) >> 1]!;
-    let i = lo;
-    let j = hi;
-    while (i <= j) {
-      while (a[i]! < pivot) i++;
-      while (a[j]! > pivot) j--;
-      if (i <= j) {
-        const t = a[i]!;
-        a[i] = a[j]!;
-        a[j] = t;
-        i++;
-        j--;
-      }
-    }
-    if (k <= j) hi = j;
-    else if (k >= i) lo = i;
-    else return a[k]!;
-  }
-  return a[k]!;
 }
 
 /** Min-heap of batch slots keyed by finish time. */
@@ -204,8 +172,8 @@ export function estimate(input: EstimateInput): EstimateResult {
 
   // Route classes, one per distinct mask, flattened: per class, the visited count, the initial number
   // of awaited parents per model, and per model the children reached by taken edges (CSR layout).
+  // The routing rule is pipelineRoute's (pipeline.ts), shared with the simulator's pipeline system.
   const roots = Int32Array.from(rootModels(p).map((m) => index.get(m)!));
-  const edgeIdx = p.edges.map((e) => ({ from: index.get(e.from)!, to: index.get(e.to)!, bit: conditional.indexOf(e) }));
   const classOfMask = new Map<number, number>();
   const visitedCount: number[] = [];
   const needTable: number[] = [];
@@ -214,25 +182,16 @@ export function estimate(input: EstimateInput): EstimateResult {
   const routeClass = (mask: number): number => {
     const known = classOfMask.get(mask);
     if (known !== undefined) return known;
-    const taken = edgeIdx.filter((e) => e.bit < 0 || ((mask >>> e.bit) & 1) === 1);
-    const visited = new Uint8Array(M);
-    for (const r of roots) visited[r] = 1;
-    for (let i = 0; i < M; i++) {
-      if (!visited[i] && taken.some((e) => e.to === i && visited[e.from])) visited[i] = 1;
-    }
+    const route = pipelineRoute(p, mask);
     const cls = visitedCount.length;
-    visitedCount.push(visited.reduce((a, b) => a + b, 0));
-    const need = new Array<number>(M).fill(0);
+    visitedCount.push(route.visited.length);
     for (let i = 0; i < M; i++) {
+      const m = order[i]!;
       childStart.push(childList.length);
-      for (const e of taken) {
-        if (e.from !== i || !visited[i]) continue;
-        childList.push(e.to);
-        need[e.to]!++;
-      }
+      for (const c of route.children[m] ?? []) childList.push(index.get(c)!);
+      needTable.push(route.parents[m] ?? 0);
     }
     childStart.push(childList.length);
-    needTable.push(...need);
     classOfMask.set(mask, cls);
     return cls;
   };
@@ -353,10 +312,7 @@ export function estimate(input: EstimateInput): EstimateResult {
         const ce = childStartOf[cs + 1]!;
         for (let j = childStartOf[cs]!; j < ce; j++) {
           const c = childOf[j]!;
-          if (--need[q * M + c]! === 0) {
-            queue[c * n + qTail[c]!] = q;
-            qTail[c]!++;
-          }
+          if (--need[q * M + c]! === 0) enqueue(c, q, tB);
         }
         if (--outstanding[q]! === 0) {
           const l = tB - arrivals[q]!;
@@ -370,8 +326,8 @@ export function estimate(input: EstimateInput): EstimateResult {
         }
       }
       if (stoppedEarly) break;
-      // Downstream models may have received queries, and this model has a free replica.
-      for (let i = 0; i < M; i++) if (idle[i]! > 0 && qTail[i]! > qHead[i]!) dispatch(i, tB);
+      // Downstream models were dispatched as each query reached them; this model has a free replica.
+      dispatch(m, tB);
     } else {
       const q = ai++;
       const cls = qClass[q]!;
@@ -391,7 +347,7 @@ export function estimate(input: EstimateInput): EstimateResult {
   });
   return {
     latenciesMs: latencies,
-    p99Ms: stoppedEarly ? Infinity : percentile(latencies, 0.99),
+    p99Ms: stoppedEarly ? Infinity : quantile(latencies, 0.99),
     meanMs: done > 0 ? sum / done : NaN,
     stoppedEarly,
     batches,

@@ -28,3 +28,6 @@ export * from "./profiling.js";
 export * from "./variant-price.js";
 export * from "./variant-profile.js";
 export * from "./forecast-plan.js";
+export * from "./dispatch.js";
+export * from "./quantile.js";
+export * from "./model-actions.js";

@@ -101,7 +101,7 @@ export function scalingCost(v: VariantProfile, delta: number, lambdaPerS: number
 }
 
 /** How many instances of v fit in the free resources (Infinity when v needs none). */
-export function instancesThatFit(v: VariantProfile, free: Readonly<Record<string, number>>): number {
+export function instancesThatFit(v: Pick<VariantProfile, "resources">, free: Readonly<Record<string, number>>): number {
   let n = Infinity;
   for (const [k, need] of Object.entries(v.resources ?? {})) {
     if (need <= 0) continue;

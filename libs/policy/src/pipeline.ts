@@ -189,3 +189,45 @@ export function serviceTimeMs(p: Pipeline, profiles: ProfileSet, config: Pipelin
   }
   return Math.max(...Object.values(finish));
 }
+
+/**
+ * How a query with the given conditional-edge outcomes travels through a pipeline: the one routing
+ * rule that the Estimator (estimator.ts) and the simulator's pipeline system (libs/sim
+ * systems/inferline.ts) both follow. Bit j of `mask` is the j-th conditional edge (probability < 1) in
+ * `pipeline.edges` order, as {@link sampleRoutes} draws them. The query visits every root, then every
+ * model with a taken incoming edge from a visited model; a visited model hands the query to the targets
+ * of its taken edges, and a model starts once all its visited parents (taken edges into it) are done.
+ */
+export interface PipelineRoute {
+  /** Models the query visits, in topological order. */
+  visited: string[];
+  /** Per visited model, the models it hands the query to when done (edge order). */
+  children: Record<string, string[]>;
+  /** Per visited model, the visited parents it waits for (0 for a root). */
+  parents: Record<string, number>;
+}
+
+export function pipelineRoute(p: Pipeline, mask: number): PipelineRoute {
+  const conditional = p.edges.filter((e) => (e.probability ?? 1) < 1);
+  const taken = p.edges.filter((e) => {
+    const bit = conditional.indexOf(e);
+    return bit < 0 || ((mask >>> bit) & 1) === 1;
+  });
+  const roots = new Set(rootModels(p));
+  const visited = new Set<string>();
+  for (const m of topologicalOrder(p)) {
+    if (roots.has(m) || taken.some((e) => e.to === m && visited.has(e.from))) visited.add(m);
+  }
+  const children: Record<string, string[]> = {};
+  const parents: Record<string, number> = {};
+  for (const m of visited) {
+    children[m] = [];
+    parents[m] = 0;
+  }
+  for (const e of taken) {
+    if (!visited.has(e.from)) continue;
+    children[e.from]!.push(e.to);
+    parents[e.to] = (parents[e.to] ?? 0) + 1;
+  }
+  return { visited: [...visited], children, parents };
+}

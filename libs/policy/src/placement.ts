@@ -1,7 +1,13 @@
 /**
  * Where to load a variant (INFaaS Algorithm 1, step 2: "the lowest-utilised worker of its
  * hardware"). Pure: takes the workers' latest reports.
+ *
+ * Room is judged by threads and memory, or, when the request names the `resources` one instance needs
+ * and the worker its `free` resources, by those (every resource, accelerators included; a resource the
+ * worker does not list is one it lacks): the model autoscaler's place-elsewhere (libs/policy
+ * model-actions) asks this way, live and in the simulator.
  */
+import { instancesThatFit } from "./model-autoscaler.js";
 
 export interface WorkerView {
   worker: string;
@@ -17,6 +23,8 @@ export interface WorkerView {
   variants: readonly string[];
   /** When the report was received, ms. */
   seenAtMs: number;
+  /** Free amount of each resource (threads, memoryBytes, accelerators, …), for requests with `resources`. */
+  free?: Readonly<Record<string, number>>;
 }
 
 export interface PlacementRequest {
@@ -35,6 +43,8 @@ export interface PlacementRequest {
    * relief load on an oversubscribed worker only slows what runs there). @default true
    */
   allowOversubscription?: boolean;
+  /** What one instance needs of each resource; judged against the workers' `free` instead of threads and memory. */
+  resources?: Readonly<Record<string, number>>;
 }
 
 export type PlacementDecision =
@@ -52,10 +62,16 @@ export function chooseWorker(workers: readonly WorkerView[], request: PlacementR
   if (live.length === 0) return { worker: undefined, reason: `every live ${request.hardware} worker is over ${Math.round(cap * 100)}% busy` };
   const already = live.find((w) => w.variants.includes(request.variant));
   const needMemory = request.memoryBytes ?? 0;
-  const candidates = live.filter((w) => !w.variants.includes(request.variant) && (w.memoryBytes === undefined || (w.memoryUsedBytes ?? 0) + needMemory <= w.memoryBytes));
-  const fits = candidates.filter((w) => w.threads - w.threadsUsed >= request.threads);
+  const needs = request.resources;
+  const byResources = (w: WorkerView): Readonly<Record<string, number>> | undefined => (needs && w.free ? w.free : undefined);
+  const candidates = live.filter((w) => !w.variants.includes(request.variant) && (byResources(w) !== undefined || w.memoryBytes === undefined || (w.memoryUsedBytes ?? 0) + needMemory <= w.memoryBytes));
+  const fits = candidates.filter((w) => {
+    const free = byResources(w);
+    return free ? instancesThatFit({ resources: { ...needs } }, free) >= 1 : w.threads - w.threadsUsed >= request.threads;
+  });
   const pool = fits.length > 0 || request.allowOversubscription === false ? fits : candidates;
   if (pool.length === 0 && candidates.length > 0) {
+    if (needs) return { worker: undefined, reason: `no ${request.hardware} worker has room for ${request.variant} (${Object.entries(needs).map(([k, n]) => `${k} ${n}`).join(", ")})` };
     return { worker: undefined, reason: `no ${request.hardware} worker has ${request.threads} free thread(s) for ${request.variant}` };
   }
   if (pool.length === 0) {

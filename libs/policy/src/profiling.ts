@@ -3,14 +3,6 @@
  * variant's profile follows from one run's measurements. Pure; the executor does the timing.
  */
 
-/** Median of a non-empty list. */
-export function median(values: readonly number[]): number {
-  if (values.length === 0) throw new Error("median of an empty list");
-  const s = [...values].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-}
-
 export interface RepeatPolicy {
   /** @default 3 */
   minRuns: number;

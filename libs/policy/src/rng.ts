@@ -1,14 +1,25 @@
 /**
- * Seeded pseudo-random numbers for decision code and the simulator.
+ * Seeded pseudo-random numbers: the one random-number module of the project (decision code, the
+ * simulator and the zoo's training all draw from here).
  *
  * Pure code never calls `Math.random`: a caller creates an {@link Rng} from a seed and passes it in, so
- * every simulation and every randomised policy is reproducible. The generator is sfc32 (Chris Doty-
- * Humphrey's "small fast counting" generator, 128-bit state; passes PractRand to 2^42+ bytes), seeded
- * through splitmix32 so that nearby seeds give unrelated streams.
+ * every simulation, every randomised policy and every trained model is reproducible. All arithmetic is
+ * 32-bit integer (`Math.imul`, `>>>`), so a seed gives the same stream on every platform. Seeds are
+ * expanded through splitmix32, so nearby seeds give unrelated streams.
  *
- * Distributions: uniform, exponential, normal (Box-Muller), gamma (Marsaglia & Tsang 2000, with the
- * `U^(1/k)` boost for shape k < 1) and Poisson (Knuth's product method for small means, a normal
- * approximation with continuity correction above 500).
+ * Generators:
+ * - {@link Sfc32} ({@link createRng}), the default: Chris Doty-Humphrey's "small fast counting"
+ *   generator, 128-bit state, passes PractRand to 2^42+ bytes.
+ * - {@link Xoshiro128ss}: xoshiro128** (Blackman & Vigna, "Scrambled linear pseudorandom number
+ *   generators", 2018), 128-bit state. The zoo (`@sloserve/zoo`) trains with it; its stream is kept
+ *   bit for bit because the cached digits models' weights, and the accuracies in docs/MODELS.md,
+ *   follow from it. New code uses {@link createRng}.
+ *
+ * Distributions: uniform, integer ({@link sampleInt}), exponential, normal (Box-Muller: one value per
+ * call with {@link sampleNormal}, or both values of each pair with {@link pairedNormals}), gamma
+ * (Marsaglia & Tsang 2000, with the `U^(1/k)` boost for shape k < 1) and Poisson (Knuth's product
+ * method for small means, a normal approximation with continuity correction above 500). Also a
+ * Fisher-Yates {@link shuffleInPlace} and {@link deriveSeed} (per-purpose seeds from a label).
  */
 export interface Rng {
   /** Uniform in [0, 1). */
@@ -53,13 +64,107 @@ export class Sfc32 implements Rng {
   }
 }
 
+/** The default generator ({@link Sfc32}) for a seed. */
 export function createRng(seed: number): Rng {
   return new Sfc32(seed);
+}
+
+/**
+ * xoshiro128** seeded from one 32-bit integer (any finite number; it is truncated) through four
+ * splitmix32 outputs. Only the zoo uses it (see the module comment); {@link createRng} is the default.
+ */
+export class Xoshiro128ss implements Rng {
+  private a: number;
+  private b: number;
+  private c: number;
+  private d: number;
+
+  constructor(seed: number) {
+    const sm = splitmix32(Math.trunc(seed));
+    this.a = sm();
+    this.b = sm();
+    this.c = sm();
+    this.d = sm();
+    if ((this.a | this.b | this.c | this.d) === 0) this.a = 1; // the all-zero state is a fixed point
+  }
+
+  /** A uniformly distributed unsigned 32-bit integer. */
+  nextUint32(): number {
+    const result = Math.imul(rotl(Math.imul(this.b, 5), 7), 9) >>> 0;
+    const t = this.b << 9;
+    this.c ^= this.a;
+    this.d ^= this.b;
+    this.b ^= this.c;
+    this.a ^= this.d;
+    this.c ^= t;
+    this.d = rotl(this.d, 11);
+    return result;
+  }
+
+  next(): number {
+    return this.nextUint32() / 4294967296;
+  }
+}
+
+function rotl(x: number, k: number): number {
+  return (x << k) | (x >>> (32 - k));
 }
 
 /** A child generator derived from a parent and a label, so independent streams stay independent. */
 export function forkRng(parent: Rng, label: number): Rng {
   return new Sfc32(Math.floor(parent.next() * 4294967296) ^ Math.imul(label + 1, 0x27d4eb2d));
+}
+
+/**
+ * Derives a per-purpose seed from a base seed and a label (FNV-1a over the label, mixed with the seed,
+ * then one splitmix32 step), so that e.g. each zoo model's stream does not depend on the order in which
+ * the models are trained. Returns a signed 32-bit integer.
+ */
+export function deriveSeed(seed: number, label: string): number {
+  let h = 0x811c9dc5 ^ (seed | 0);
+  for (let i = 0; i < label.length; i++) {
+    h ^= label.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return splitmix32(h)() | 0;
+}
+
+/** Uniform integer in [0, n): ⌊next()·n⌋. */
+export function sampleInt(rng: Rng, n: number): number {
+  return Math.floor(rng.next() * n);
+}
+
+/** Fisher-Yates shuffle of `items` in place, driven by `rng` (one {@link sampleInt} per position). */
+export function shuffleInPlace(items: { length: number; [i: number]: number }, rng: Rng): void {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = sampleInt(rng, i + 1);
+    const tmp = items[i]!;
+    items[i] = items[j]!;
+    items[j] = tmp;
+  }
+}
+
+/**
+ * Standard normal samples by Box-Muller using both values of each pair: a call that finds no cached
+ * value draws u (redrawn while 0) and v, returns r·cos(2πv) and keeps r·sin(2πv) for the next call
+ * (r = √(−2 ln u)). Half the uniforms of {@link sampleNormal}, but stateful: the returned function holds
+ * the spare, so use one per stream. The zoo's weight initialisation draws from it.
+ */
+export function pairedNormals(rng: Rng): () => number {
+  let spare: number | null = null;
+  return () => {
+    if (spare !== null) {
+      const value = spare;
+      spare = null;
+      return value;
+    }
+    let u = 0;
+    while (u === 0) u = rng.next();
+    const v = rng.next();
+    const radius = Math.sqrt(-2 * Math.log(u));
+    spare = radius * Math.sin(2 * Math.PI * v);
+    return radius * Math.cos(2 * Math.PI * v);
+  };
 }
 
 /** Uniform in (0, 1]: safe for logarithms. */

@@ -7,15 +7,26 @@
  * Inactive ────────> Loading ──────────> Active ──(QPS ≥ profiled peak)──> Overloaded
  *    ^                                    │  ^  <──(QPS < profiled peak)──
  *    │ unloaded (from any state)          │  │
- *    └────────────────────────────────────┘  └── Interfered (observed p50 > profiled × (1 + margin) for
- *                                                 `interferenceSeconds` consecutive observations; back to
- *                                                 Active on the first observation within the margin)
+ *    └────────────────────────────────────┘  └── Interfered (mean observed batch time > mean profiled ×
+ *                                                 (1 + margin) + floor for `interferenceSeconds`
+ *                                                 consecutive observations; back to Active on the first
+ *                                                 observation within the margin)
  * ```
  *
- * Margin: 20% for 3 consecutive 1-second observations (our choice; INFaaS does not publish its
- * threshold). 20% is well above the run-to-run noise of a profiled batch latency on an idle machine
- * (a few percent) and well below what interference does to a small model (Fig. 1: several ×); 3 s
- * keeps a single slow batch or a GC pause from flipping the state.
+ * One set of units and thresholds, live and simulated: the executor's worker (libs/executor) and the
+ * simulator's INFaaS monitor (libs/sim systems/infaas.ts) both build their observation with
+ * {@link observeWindow} from the same figures (arrivals over `loadWindowMs`; batches, Σ observed and Σ
+ * profiled batch time over the last period) and step it with {@link nextState} under
+ * {@link DEFAULT_VARIANT_STATE_CONFIG}.
+ *
+ * Margin: 20% plus 2 ms for 3 consecutive 1-second observations (our choice; INFaaS does not publish
+ * its threshold). 20% is well above the run-to-run noise of a profiled batch latency on an idle machine
+ * (a few percent) and well below what interference does to a small model (Fig. 1: several ×); the 2 ms
+ * floor covers what the executor's span adds to the profiler's (decode, concatenate, split) and timer
+ * noise on sub-millisecond models; 3 s keeps a single slow batch or a GC pause from flipping the state.
+ * Fewer than 10 batches in a period is too little evidence of interference either way (and at low
+ * rates caches go cold between queries, which is no interference). Load is the arrival rate over the
+ * last 5 s: a 1 s Poisson count at 4 QPS exceeds a 5 QPS peak 37% of the time.
  *
  * Overloaded takes precedence over Interfered: an instance at its peak QPS queues, so its latency
  * rises for a reason that scaling, not migration, fixes. `nextState` is pure: the memory (consecutive
@@ -30,12 +41,51 @@ export interface VariantStateConfig {
   interferenceSeconds: number;
   /**
    * Absolute slack added to the margin, ms: for sub-millisecond models a relative margin alone
-   * flags timer and scheduling noise as interference. @default 0
+   * flags timer and scheduling noise as interference. @default 2
    */
   interferenceFloorMs?: number;
+  /** Fewest batches in a period that count as evidence of (no) interference. @default 10 */
+  minBatches?: number;
+  /** Window of the arrival rate compared with the profiled peak, ms. @default 5000 */
+  loadWindowMs?: number;
 }
 
-export const DEFAULT_VARIANT_STATE_CONFIG: VariantStateConfig = { interferenceMargin: 0.2, interferenceSeconds: 3 };
+export const DEFAULT_VARIANT_STATE_CONFIG: Required<VariantStateConfig> = {
+  interferenceMargin: 0.2,
+  interferenceSeconds: 3,
+  interferenceFloorMs: 2,
+  minBatches: 10,
+  loadWindowMs: 5000,
+};
+
+/** What a variant (on a worker, or in the whole cluster) did: the input of {@link observeWindow}. */
+export interface VariantWindow {
+  /** Ready instances (0: not loaded). */
+  instances: number;
+  /** Instances loading. */
+  loading: number;
+  /** Arrivals per second over the last `loadWindowMs`. */
+  qps: number;
+  /** Profiled peak throughput of one instance. */
+  peakQpsPerInstance: number;
+  /** Batches that finished in the last period, with their Σ observed and Σ profiled run times, ms. */
+  batches: number;
+  observedBatchMs: number;
+  profiledBatchMs: number;
+}
+
+/** The observation {@link nextState} steps on, built the same way live and in the simulator. */
+export function observeWindow(w: VariantWindow, config: VariantStateConfig = DEFAULT_VARIANT_STATE_CONFIG): VariantObservation {
+  const enough = w.batches > 0 && w.batches >= (config.minBatches ?? DEFAULT_VARIANT_STATE_CONFIG.minBatches);
+  return {
+    loaded: w.instances > 0,
+    loading: w.loading > 0,
+    qps: w.qps,
+    peakQps: w.instances * w.peakQpsPerInstance,
+    observedMs: enough ? w.observedBatchMs / w.batches : null,
+    profiledMs: w.batches > 0 ? w.profiledBatchMs / w.batches : 0,
+  };
+}
 
 /** One monitoring observation of an instance (every second). */
 export interface VariantObservation {
@@ -47,9 +97,9 @@ export interface VariantObservation {
   qps: number;
   /** Profiled saturation throughput. */
   peakQps: number;
-  /** Observed median batch latency over the last second, or null when it served nothing. */
-  observedP50Ms: number | null;
-  /** Profiled latency at the batch sizes it ran. */
+  /** Mean observed batch time over the last period, ms, or null with too few batches to tell. */
+  observedMs: number | null;
+  /** Mean profiled latency of the same batches at their sizes, ms. */
   profiledMs: number;
 }
 
@@ -86,9 +136,9 @@ export function nextState(
     return to("inactive", 0, prev.state === "inactive" ? "not loaded" : "unloaded");
   }
   const limit = obs.profiledMs * (1 + config.interferenceMargin) + (config.interferenceFloorMs ?? 0);
-  const slow = obs.observedP50Ms !== null && obs.observedP50Ms > limit;
-  // With no query served this second there is no evidence either way: keep the count.
-  const slowCount = obs.observedP50Ms === null ? prev.slowCount : slow ? prev.slowCount + 1 : 0;
+  const slow = obs.observedMs !== null && obs.observedMs > limit;
+  // With too few batches this period there is no evidence either way: keep the count.
+  const slowCount = obs.observedMs === null ? prev.slowCount : slow ? prev.slowCount + 1 : 0;
   if (obs.qps >= obs.peakQps) {
     return to("overloaded", slowCount, `QPS ${round(obs.qps)} ≥ profiled peak ${round(obs.peakQps)}`);
   }
@@ -96,7 +146,7 @@ export function nextState(
     return to(
       "interfered",
       slowCount,
-      `observed p50 ${round(obs.observedP50Ms ?? 0)} ms > profiled ${round(obs.profiledMs)} ms × ${1 + config.interferenceMargin} for ${slowCount} s`,
+      `observed ${round(obs.observedMs ?? 0)} ms per batch > profiled ${round(obs.profiledMs)} ms × ${1 + config.interferenceMargin}${config.interferenceFloorMs ? ` + ${config.interferenceFloorMs} ms` : ""} for ${slowCount} s`,
     );
   }
   if (prev.state === "overloaded") return to("active", slowCount, `QPS ${round(obs.qps)} < profiled peak ${round(obs.peakQps)}`);

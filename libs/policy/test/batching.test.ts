@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { decideBatch, cannotFinishInTime, routeModelQuery, chooseWorker, type RouteCandidate, type WorkerView } from "../src/index.js";
+import { decideBatch, cannotFinishInTime, planBatch, RunTimeEstimate, type BatchQueueView, routeModelQuery, chooseWorker, type RouteCandidate, type WorkerView } from "../src/index.js";
 
 describe("batching", () => {
   const policy = { maxBatch: 8, batchWaitMs: 10 };
@@ -30,6 +30,56 @@ describe("batching", () => {
   it("batching - a query that cannot finish by its deadline is not started silently", () => {
     expect(cannotFinishInTime(1000, 990, 15)).toBe(true); // 990 + 15 = 1005 > 1000
     expect(cannotFinishInTime(1000, 980, 15)).toBe(false); // 995 ≤ 1000
+  });
+});
+
+/** A queue of [queuedAtMs, deadlineMs] pairs, oldest first. */
+function queueOf(items: Array<[number, number]>): BatchQueueView {
+  return { length: items.length, queuedAtMs: (i) => (items[i] as [number, number])[0], deadlineMs: (i) => (items[i] as [number, number])[1] };
+}
+
+describe("batching - planBatch (the executor's and the simulator's batcher)", () => {
+  const policy = { maxBatch: 4, batchWaitMs: 10 };
+  const t = (b: number): number => 5 + b; // T(1) = 6 ms, T(4) = 9 ms
+  it.each([
+    // [name, queue, now, late, action, size]
+    ["nothing late: a full batch runs", [[0, 100], [1, 100], [2, 100], [3, 100], [4, 100]], 5, 0, "run", 4],
+    // 95 + T(1) 6 = 101 > 100: the head is late; the next (deadline 200) is not, and it has waited
+    // 95 - 1 = 94 ≥ Wbatch 10: it runs alone.
+    ["a late head is taken out first", [[0, 100], [1, 200]], 95, 1, "run", 1],
+    // The wait counts from the oldest query left: queued at 90, 95 - 90 = 5 < 10.
+    ["the wait counts from the oldest query left", [[0, 100], [90, 200]], 95, 1, "wait", undefined],
+    ["every query late: nothing to run", [[0, 50], [1, 60]], 95, 2, "none", undefined],
+  ] as const)("%s", (_n, items, now, late, action, size) => {
+    const step = planBatch(queueOf(items.map((x) => [...x] as [number, number])), false, now, policy, t);
+    expect(step.late).toBe(late);
+    expect(step.decision.action).toBe(action);
+    if (size !== undefined) expect(step.decision).toMatchObject({ size });
+  });
+
+  it("a busy batcher sheds nothing and waits to be asked again", () => {
+    expect(planBatch(queueOf([[0, 1]]), true, 95, policy, t)).toEqual({ late: 0, decision: { action: "none", reason: "executor busy" } });
+  });
+
+  it("shedding can be turned off (queues that never shed)", () => {
+    expect(planBatch(queueOf([[0, 1]]), false, 95, policy, t, false)).toMatchObject({ late: 0, decision: { action: "run", size: 1 } });
+  });
+});
+
+describe("batching - RunTimeEstimate", () => {
+  it("profiled: T(b) × the moving average of observed / profiled", () => {
+    const e = new RunTimeEstimate((b) => 10 * b);
+    expect(e.expectedMs(2)).toBe(20); // no evidence yet: the profile
+    e.observe(1, 20); // observed 2× the profile: slowdown 0.8 × 1 + 0.2 × 2 = 1.2
+    expect(e.slowdown).toBeCloseTo(1.2);
+    expect(e.expectedMs(2)).toBeCloseTo(24); // 20 × 1.2
+  });
+  it("unprofiled: the moving average of observed batch times (0 before the first batch)", () => {
+    const e = new RunTimeEstimate();
+    expect(e.expectedMs(4)).toBe(0);
+    e.observe(4, 10);
+    e.observe(4, 20); // 0.8 × 10 + 0.2 × 20 = 12
+    expect(e.expectedMs(1)).toBeCloseTo(12);
   });
 });
 

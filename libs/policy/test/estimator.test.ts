@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { estimate, missRate, percentile, sampleRoutes } from "../src/estimator.js";
+import { estimate, missRate, sampleRoutes } from "../src/estimator.js";
 import type { Pipeline, PipelineConfig, ProfileSet } from "../src/pipeline.js";
 import { createRng, sampleExponential } from "../src/rng.js";
 
@@ -41,6 +41,19 @@ describe("estimator", () => {
     expect(lat(estimate({ pipeline: diamond, profiles, config, arrivalsMs: [0] }))).toEqual([11]);
   });
 
+  it("estimator - a finished batch is handed on query by query: an idle replica starts on the first", () => {
+    // a: T(1) = 10, T(2) = 15; b: two replicas, T(1) = 100, T(2) = 110.
+    const chain: Pipeline = { name: "ab", models: ["a", "b"], edges: [{ from: "a", to: "b" }] };
+    const profiles: ProfileSet = {
+      a: [{ hardware: "gpu", pricePerHour: 1, batchLatencyMs: [[1, 10], [2, 15]] }],
+      b: [{ hardware: "gpu", pricePerHour: 1, batchLatencyMs: [[1, 100], [2, 110]] }],
+    };
+    const config: PipelineConfig = { a: { hardware: "gpu", maxBatch: 2, replicas: 1 }, b: { hardware: "gpu", maxBatch: 2, replicas: 2 } };
+    // q0: a 0 → 10, b 10 → 110. q1, q2: a 10 → 25 as one batch; q1 reaches b first and the idle
+    // replica takes it alone (25 → 125); q2 waits for the first replica (110 → 210).
+    expect(lat(estimate({ pipeline: chain, profiles, config, arrivalsMs: [0, 1, 2] }))).toEqual([110, 124, 208]);
+  });
+
   it("estimator - conditional edges follow the sampled routes", () => {
     const cond: Pipeline = { name: "c", models: ["a", "b"], edges: [{ from: "a", to: "b", probability: 0.5 }] };
     const profiles: ProfileSet = { a: lin.a!, b: [{ hardware: "gpu", pricePerHour: 1, batchLatencyMs: [[1, 100]] }] };
@@ -73,12 +86,6 @@ describe("estimator", () => {
     const r = estimate({ pipeline: one, profiles: lin, config: cfg(1, 1), arrivalsMs: new Array<number>(1000).fill(0), stopWhenP99AboveMs: 50 });
     expect(r.stoppedEarly).toBe(true);
     expect(r.p99Ms).toBe(Infinity);
-  });
-
-  it("estimator - percentile by nearest rank", () => {
-    expect(percentile([5, 1, 4, 2, 3], 0.5)).toBe(3);
-    expect(percentile(Array.from({ length: 100 }, (_, i) => i + 1), 0.99)).toBe(99);
-    expect(percentile([NaN, 7], 0.99)).toBe(7);
   });
 
   it("estimator - one hour at 150 QPS through a four-stage pipeline (its speed is in npm run bench)", () => {

@@ -1,13 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { initialVariantState, nextState, type VariantObservation, type VariantStateMemory } from "../src/index.js";
+import { initialVariantState, nextState, observeWindow, DEFAULT_VARIANT_STATE_CONFIG, type VariantObservation, type VariantStateConfig, type VariantStateMemory } from "../src/index.js";
 
-const base: VariantObservation = { loaded: true, loading: false, qps: 10, peakQps: 100, observedP50Ms: 20, profiledMs: 20 };
+/** The relative rule alone (no floor): the cases below are about the margin and the counting. */
+const RELATIVE: VariantStateConfig = { interferenceMargin: 0.2, interferenceSeconds: 3 };
+
+const base: VariantObservation = { loaded: true, loading: false, qps: 10, peakQps: 100, observedMs: 20, profiledMs: 20 };
 
 /** Carry the memory through a sequence of observations, one per second. */
 function walk(obs: Array<Partial<VariantObservation>>, start: VariantStateMemory = initialVariantState(0)): string[] {
   let mem = start;
   return obs.map((o, i) => {
-    mem = nextState(mem, { ...base, ...o }, (i + 1) * 1000).memory;
+    mem = nextState(mem, { ...base, ...o }, (i + 1) * 1000, RELATIVE).memory;
     return mem.state;
   });
 }
@@ -18,13 +21,13 @@ describe("variant-state", () => {
     // peak 100: 100 ≥ 100 overloads; 99 < 100 recovers.
     { name: "active ↔ overloaded at the profiled peak", obs: [{ qps: 99 }, { qps: 100 }, { qps: 140 }, { qps: 99 }], want: ["active", "overloaded", "overloaded", "active"] },
     // 20 ms × 1.2 = 24 ms: 25 ms is slow; three slow seconds in a row → interfered.
-    { name: "interfered after 3 consecutive slow seconds", obs: [{ observedP50Ms: 25 }, { observedP50Ms: 25 }, { observedP50Ms: 25 }], want: ["active", "active", "interfered"] },
+    { name: "interfered after 3 consecutive slow seconds", obs: [{ observedMs: 25 }, { observedMs: 25 }, { observedMs: 25 }], want: ["active", "active", "interfered"] },
     // 24 ms is exactly the limit: not above it.
-    { name: "the margin is exclusive", obs: [{ observedP50Ms: 24 }, { observedP50Ms: 24 }, { observedP50Ms: 24 }], want: ["active", "active", "active"] },
-    { name: "a fast second resets the count", obs: [{ observedP50Ms: 30 }, { observedP50Ms: 30 }, { observedP50Ms: 21 }, { observedP50Ms: 30 }, { observedP50Ms: 30 }], want: ["active", "active", "active", "active", "active"] },
-    { name: "idle seconds keep the count", obs: [{ observedP50Ms: 30 }, { observedP50Ms: 30 }, { observedP50Ms: null }, { observedP50Ms: 30 }], want: ["active", "active", "active", "interfered"] },
-    { name: "interfered → active on the first fast second", obs: [{ observedP50Ms: 30 }, { observedP50Ms: 30 }, { observedP50Ms: 30 }, { observedP50Ms: 20 }], want: ["active", "active", "interfered", "active"] },
-    { name: "overloaded wins over interfered", obs: [{ observedP50Ms: 30 }, { observedP50Ms: 30 }, { observedP50Ms: 30, qps: 120 }], want: ["active", "active", "overloaded"] },
+    { name: "the margin is exclusive", obs: [{ observedMs: 24 }, { observedMs: 24 }, { observedMs: 24 }], want: ["active", "active", "active"] },
+    { name: "a fast second resets the count", obs: [{ observedMs: 30 }, { observedMs: 30 }, { observedMs: 21 }, { observedMs: 30 }, { observedMs: 30 }], want: ["active", "active", "active", "active", "active"] },
+    { name: "idle seconds keep the count", obs: [{ observedMs: 30 }, { observedMs: 30 }, { observedMs: null }, { observedMs: 30 }], want: ["active", "active", "active", "interfered"] },
+    { name: "interfered → active on the first fast second", obs: [{ observedMs: 30 }, { observedMs: 30 }, { observedMs: 30 }, { observedMs: 20 }], want: ["active", "active", "interfered", "active"] },
+    { name: "overloaded wins over interfered", obs: [{ observedMs: 30 }, { observedMs: 30 }, { observedMs: 30, qps: 120 }], want: ["active", "active", "overloaded"] },
     { name: "any → inactive when unloaded", obs: [{ qps: 120 }, { loaded: false }], want: ["overloaded", "inactive"] },
   ];
   for (const c of cases) {
@@ -38,7 +41,7 @@ describe("variant-state", () => {
     const cfg = { interferenceMargin: 0.2, interferenceSeconds: 3 };
     const run = (floor?: number): string => {
       let mem = initialVariantState(0);
-      for (let i = 1; i <= 3; i++) mem = nextState(mem, { ...base, profiledMs: 0.04, observedP50Ms: 0.13 }, i * 1000, floor === undefined ? cfg : { ...cfg, interferenceFloorMs: floor }).memory;
+      for (let i = 1; i <= 3; i++) mem = nextState(mem, { ...base, profiledMs: 0.04, observedMs: 0.13 }, i * 1000, floor === undefined ? cfg : { ...cfg, interferenceFloorMs: floor }).memory;
       return mem.state;
     };
     expect(run()).toBe("interfered");
@@ -46,16 +49,30 @@ describe("variant-state", () => {
   });
 
   it("variant-state - reasons and since-times", () => {
-    const s1 = nextState(initialVariantState(0), { ...base, qps: 150 }, 5000);
+    const s1 = nextState(initialVariantState(0), { ...base, qps: 150 }, 5000, RELATIVE);
     expect(s1).toMatchObject({ changed: true, memory: { state: "overloaded", sinceMs: 5000 }, reason: "QPS 150 ≥ profiled peak 100" });
-    const s2 = nextState(s1.memory, { ...base, qps: 160 }, 6000);
+    const s2 = nextState(s1.memory, { ...base, qps: 160 }, 6000, RELATIVE);
     expect(s2).toMatchObject({ changed: false, memory: { state: "overloaded", sinceMs: 5000 } });
   });
 
   it("variant-state - the margin and window are configurable", () => {
     // 50% margin: 20 × 1.5 = 30; 31 ms for one second is enough with interferenceSeconds 1.
-    const s = nextState(initialVariantState(0), { ...base, observedP50Ms: 31 }, 1000, { interferenceMargin: 0.5, interferenceSeconds: 1 });
+    const s = nextState(initialVariantState(0), { ...base, observedMs: 31 }, 1000, { interferenceMargin: 0.5, interferenceSeconds: 1 });
     expect(s.memory.state).toBe("interfered");
     expect(s.reason).toContain("× 1.5");
+  });
+
+  it("variant-state - the observation is built from the window's figures (one set of units, live and simulated)", () => {
+    // 12 batches: mean observed 300 / 12 = 25 ms, mean profiled 240 / 12 = 20 ms; peak 2 × 50 = 100.
+    const w = { instances: 2, loading: 0, qps: 40, peakQpsPerInstance: 50, batches: 12, observedBatchMs: 300, profiledBatchMs: 240 };
+    expect(observeWindow(w)).toEqual({ loaded: true, loading: false, qps: 40, peakQps: 100, observedMs: 25, profiledMs: 20 });
+    // 9 batches < minBatches 10: no evidence either way.
+    expect(observeWindow({ ...w, batches: 9 }).observedMs).toBeNull();
+    // Default: 20 × 1.2 + 2 = 26 ms; 25 ms is within it, 27 ms is not.
+    let mem = initialVariantState(0);
+    for (let i = 1; i <= 3; i++) mem = nextState(mem, observeWindow(w), i * 1000, DEFAULT_VARIANT_STATE_CONFIG).memory;
+    expect(mem.state).toBe("active");
+    for (let i = 4; i <= 6; i++) mem = nextState(mem, observeWindow({ ...w, observedBatchMs: 27 * 12 }), i * 1000, DEFAULT_VARIANT_STATE_CONFIG).memory;
+    expect(mem.state).toBe("interfered");
   });
 });

@@ -5,24 +5,25 @@
  *   npm run sim -- <scenario> [--trace FILE] [--peak-qps N] [--seed N] [--duration-s N] [--out DIR]
  *   npm run sim -- all [--seed N]              every registered scenario, then reports/README.md
  *   npm run sim -- readme                      reports/README.md from the reports/*.json present
- *   npm run sim -- bench [--duration-s 3600] [--peak-qps 1000]
- *                                              time the whole INFaaS policy stack (1 h at 1000 QPS)
+ *
+ * The simulator's speed (the whole INFaaS policy stack, 1 h at 1000 QPS) is `npm run bench -- --only sim`.
  *
  * A run prints the scenario's table, writes reports/<scenario>.json (the ScenarioResult) and one SVG
- * per chart. Traces: a one-column per-second CSV with a header (`tweets` then one count per line), or
- * a per-minute CSV whose first two columns are `minute,count` (further columns ignored); per-minute
- * counts are spread evenly over the minute's 60 seconds.
+ * per chart. Traces (trace.ts): a one-column per-second CSV with a header (`tweets` then one count per
+ * line), or a per-minute CSV whose first two columns are `minute,count` (further columns ignored).
+ * Without --trace, the bundled Twitter trace (libs/sim/data/twitter_2021-08_per_minute.csv) is read and
+ * passed to the scenarios (mark-twitter and combined replay it).
  */
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import type { Scenario, ScenarioOptions, ScenarioResult } from "./scenario.js";
 import { scenarios } from "./scenarios/index.js";
-import { stackBenchmark } from "./stack-bench.js";
 import { readme } from "./render/readme.js";
 import { renderSvg } from "./render/svg.js";
 import { textTable } from "./render/table.js";
-import { parseTrace } from "./trace.js";
+import { DEFAULT_TWITTER_TRACE, parseTrace } from "./trace.js";
 
 function find(name: string): Scenario {
   const s = scenarios.find((x) => x.name === name);
@@ -74,7 +75,7 @@ async function main(argv: string[]): Promise<void> {
   });
   const command = positionals[0];
   if (!command || values.help) {
-    console.log(`usage: npm run sim -- <list|all|readme|bench|scenario> [--trace FILE] [--peak-qps N] [--seed N] [--duration-s N] [--out DIR]\nscenarios: ${scenarios.map((s) => s.name).join(", ")}`);
+    console.log(`usage: npm run sim -- <list|all|readme|scenario> [--trace FILE] [--peak-qps N] [--seed N] [--duration-s N] [--out DIR]\nscenarios: ${scenarios.map((s) => s.name).join(", ")}`);
     return;
   }
   const num = (name: string, v: string | undefined): number | undefined => {
@@ -92,6 +93,9 @@ async function main(argv: string[]): Promise<void> {
   if (values.trace) {
     options.tracePath = values.trace;
     options.trace = parseTrace(readFileSync(values.trace, "utf8"));
+  } else {
+    options.tracePath = DEFAULT_TWITTER_TRACE;
+    options.trace = parseTrace(readFileSync(fileURLToPath(new URL("../data/twitter_2021-08_per_minute.csv", import.meta.url)), "utf8"));
   }
 
   switch (command) {
@@ -105,29 +109,6 @@ async function main(argv: string[]): Promise<void> {
       for (const s of scenarios) await runOne(s, options, outDir);
       console.log(`wrote ${writeReadme(outDir)}`);
       return;
-    case "bench": {
-      const durationS = duration ?? 3600;
-      const qps = peak ?? 1000;
-      const t0 = performance.now();
-      const { result, decisions } = stackBenchmark({ durationS, qps, seed: options.seed });
-      const s = (performance.now() - t0) / 1000;
-      console.log(
-        textTable([
-          {
-            "simulated s": durationS,
-            QPS: qps,
-            "wall s": Math.round(s * 100) / 100,
-            arrivals: result.arrivals,
-            "events/s": Math.round(result.events / s),
-            "SLO met": Math.round(result.sloAttainment * 10_000) / 10_000,
-            "p99 ms": Math.round(result.latencyMs.p99 * 10) / 10,
-            "cost $": Math.round(result.costDollars * 100) / 100,
-            decisions,
-          },
-        ]),
-      );
-      return;
-    }
     default:
       await runOne(find(command), options, outDir);
   }

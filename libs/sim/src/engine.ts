@@ -16,7 +16,10 @@
  * - **Replicas** (a loaded variant) sit on **machines** (billed instances with a boot delay and
  *   resources), or on no machine when a scenario bills replicas directly. A replica with a free slot
  *   takes a batch when the queue holds Nbatch (its `maxBatch`) queries, or when the oldest query has
- *   waited Wbatch (`waitMs`), or at once when Wbatch = 0. A batch of b takes T(b) × slowdowns.
+ *   waited Wbatch (`waitMs`), or at once when Wbatch = 0 (libs/policy `planBatch`, the executor's rule).
+ *   A batch of b takes T(b) × slowdowns. A queue with `shedLate` sheds, as the executor does, the
+ *   queries that cannot finish by their deadline within the replica's expected run time (its profile ×
+ *   the slowdown it has observed, libs/policy `RunTimeEstimate`).
  * - **Controllers** run every `periodMs` (`every`) and may launch/terminate machines and add/remove
  *   replicas; they read queue rates, replica busy times and states from the entities.
  * - **Measurement**: each query's end-to-end latency (arrival → last branch done), SLO attainment
@@ -48,7 +51,7 @@
  * from the router (e.g. when `q.estimateCompletionMs() > query.sloMs`). Timers: `sim.at(tMs, fn)`.
  * Spot loss: `sim.killMachine(m)` puts the batches it was running back at the head of their queues.
  */
-import { createRng, lambdaCost, type Rng } from "@sloserve/policy";
+import { cannotFinishInTime, createRng, lambdaCost, planBatch, type Rng } from "@sloserve/policy";
 import { billedCost } from "./billing.js";
 import {
   FunctionPool,
@@ -620,25 +623,35 @@ export class Simulator {
     this.schedule(end, Kind.FunctionDone, { query: q, pool } satisfies FnCall);
   }
 
-  /** Start batches on free replicas of a queue while the batching rule allows. */
+  /**
+   * Start batches on free replicas of a queue while the batching rule allows: the executor's own rule
+   * (libs/policy `planBatch`, `cannotFinishInTime`, each replica's `RunTimeEstimate`), so that the
+   * simulator batches and sheds exactly as the live executor does.
+   */
   private tryDispatch(queue: Queue): void {
     while (queue.length > 0 && queue.avail.length > 0) {
-      let started = false;
+      let progressed = false;
       let wakeAt = Infinity;
       for (let i = 0; i < queue.avail.length; i++) {
         const r = queue.avail[i] as Replica;
-        if (queue.shedLate) this.shedLate(queue, r);
-        const head = queue.peek();
-        if (!head) return;
-        const n = Math.min(queue.length, r.maxBatch);
-        if (n >= r.maxBatch || r.waitMs <= 0 || this.nowMs - head.enqueuedMs >= r.waitMs - 1e-9) {
-          this.startBatch(r, n);
-          started = true;
+        const step = planBatch(queue, false, this.nowMs, r.batchPolicy, r.expectedMs, queue.shedLate);
+        for (let k = 0; k < step.late; k++) {
+          const late = queue._shift() as Query;
+          this.route(late, this.router(late, queue, "late", this));
+        }
+        const d = step.decision;
+        if (d.action === "run") {
+          this.startBatch(r, d.size);
+          progressed = true;
           break;
         }
-        wakeAt = Math.min(wakeAt, head.enqueuedMs + r.waitMs);
+        if (d.action === "wait") wakeAt = Math.min(wakeAt, d.untilMs);
+        if (step.late > 0) {
+          progressed = true;
+          break;
+        }
       }
-      if (!started) {
+      if (!progressed) {
         if (wakeAt < queue.timerAt) {
           queue.timerAt = wakeAt;
           this.schedule(wakeAt, Kind.QueueTimer, queue);
@@ -648,24 +661,32 @@ export class Simulator {
     }
   }
 
-  private shedLate(queue: Queue, r: Replica): void {
-    const svc = r.latencyMs(1) * r.slowdown * (r.machine?.slowdown ?? 1);
-    for (let head = queue.peek(); head && this.nowMs + svc > head.arrivalMs + head.sloMs; head = queue.peek()) {
-      queue._shift();
-      this.route(head, this.router(head, queue, "late", this));
-    }
-  }
-
+  /**
+   * Take n queries off the queue into a batch on r. Those that cannot finish within the batch's
+   * expected run time are shed first (as the executor does), and the rest run.
+   */
   private startBatch(r: Replica, n: number): void {
-    const queries: Query[] = new Array<Query>(n);
-    for (let k = 0; k < n; k++) queries[k] = r.queue._shift() as Query;
-    const profiled = r.lat[n] as number;
+    const queue = r.queue;
+    const queries: Query[] = [];
+    const expected = queue.shedLate ? r.expectedMs(n) : 0;
+    for (let k = 0; k < n; k++) {
+      const q = queue._shift() as Query;
+      if (queue.shedLate && cannotFinishInTime(q.arrivalMs + q.sloMs, this.nowMs, expected)) this.route(q, this.router(q, queue, "late", this));
+      else queries.push(q);
+    }
+    if (queries.length === 0 || r.state !== "ready") {
+      // Every query was shed (or routing a late one took the replica away): nothing to run.
+      if (queries.length > 0) queue._unshift(queries);
+      return;
+    }
+    const size = queries.length;
+    const profiled = r.lat[size] as number;
     const svc = profiled * r.slowdown * (r.machine?.slowdown ?? 1);
     const b: Batch = { replica: r, queries, startMs: this.nowMs, endMs: this.nowMs + svc, profiledMs: profiled, cancelled: false };
     r._start(b);
     if (r.inFlight >= r.concurrency) {
-      const i = r.queue.avail.indexOf(r);
-      if (i >= 0) r.queue.avail.splice(i, 1);
+      const i = queue.avail.indexOf(r);
+      if (i >= 0) queue.avail.splice(i, 1);
     }
     this.schedule(b.endMs, Kind.BatchDone, b);
   }
@@ -675,7 +696,9 @@ export class Simulator {
     const r = b.replica;
     const queue = r.queue;
     r._finish(b, this.nowMs);
+    r.runTime.observe(b.queries.length, b.endMs - b.startMs);
     queue.served.add(this.nowMs, b.queries.length);
+    queue.batchesDone.add(this.nowMs);
     queue.observedMs.add(this.nowMs, b.endMs - b.startMs);
     queue.profiledMs.add(this.nowMs, b.profiledMs);
     if (r.state === "ready") {
@@ -723,8 +746,8 @@ export class Simulator {
         completed: a.completed,
         dropped: a.dropped,
         sloAttainment: a.arrivals > 0 ? a.sloMet / a.arrivals : 1,
-        p50: a.latency.percentile(50),
-        p99: a.latency.percentile(99),
+        p50: a.latency.quantile(0.5),
+        p99: a.latency.quantile(0.99),
       };
     }
     const costByKind: Record<string, number> = {};
@@ -757,8 +780,8 @@ export class Simulator {
       sloMet: this.sloMet,
       sloAttainment: this.arrivals > 0 ? this.sloMet / this.arrivals : 1,
       latencyMs: {
-        p50: this.latency.percentile(50),
-        p99: this.latency.percentile(99),
+        p50: this.latency.quantile(0.5),
+        p99: this.latency.quantile(0.99),
         mean: this.latency.mean(),
         max: this.latency.max,
       },

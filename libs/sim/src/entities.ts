@@ -7,7 +7,7 @@
  * simulator's methods to change them.
  */
 import type { LambdaPricing } from "@sloserve/policy";
-import { LAMBDA_PRICING } from "@sloserve/policy";
+import { LAMBDA_PRICING, RunTimeEstimate, type BatchPolicy, type BatchQueueView } from "@sloserve/policy";
 import { BinCounter } from "./stats.js";
 
 /** One inference request. `data` is scratch space for the scenario's router (e.g. pipeline progress). */
@@ -183,6 +183,11 @@ export class Replica {
   readonly billingMinimumS: number;
   readonly label: string;
   readonly tags: Record<string, unknown>;
+  /** Nbatch and Wbatch as the batching rule reads them. */
+  readonly batchPolicy: BatchPolicy;
+  /** What the replica expects a batch to take: its profile × the slowdown it has observed. */
+  readonly runTime: RunTimeEstimate;
+  readonly expectedMs: (size: number) => number;
   private busyMs = 0;
   private inFlightStartSum = 0;
 
@@ -203,6 +208,9 @@ export class Replica {
     this.label = opts.label ?? queue.name;
     this.tags = { ...(opts.tags ?? {}) };
     this.lat = latencyArray(opts.latencyMs, this.maxBatch);
+    this.batchPolicy = { maxBatch: this.maxBatch, batchWaitMs: this.waitMs };
+    this.runTime = new RunTimeEstimate((b) => this.latencyMs(b));
+    this.expectedMs = (b) => this.runTime.expectedMs(b);
   }
 
   /** Profiled service time of a batch of b (b ≤ maxBatch). */
@@ -247,15 +255,15 @@ export interface QueueOptions {
   /** Wbatch default for replicas. @default 0 */
   waitMs?: number;
   /**
-   * Before a batch starts, take out queries at the head that can no longer meet their deadline (now +
-   * T(1) > arrival + SLO) and hand them to the router with cause "late" (overflow or a timeout error).
-   * @default false
+   * Shed as the executor does (libs/policy `planBatch`): queries that can no longer meet their deadline
+   * (arrival + SLO) within the replica's expected run time are handed to the router with cause "late"
+   * (overflow or a timeout error) instead of being run. @default false
    */
   shedLate?: boolean;
   tags?: Record<string, unknown>;
 }
 
-export class Queue {
+export class Queue implements BatchQueueView {
   readonly name: string;
   maxBatch: number;
   waitMs: number;
@@ -269,6 +277,8 @@ export class Queue {
   /** Per second: Σ observed batch time and Σ profiled batch time (for interference detection). */
   readonly observedMs = new BinCounter();
   readonly profiledMs = new BinCounter();
+  /** Per second: batches finished. */
+  readonly batchesDone = new BinCounter();
   items: Query[] = [];
   head = 0;
   timerAt = Infinity;
@@ -286,6 +296,15 @@ export class Queue {
 
   get length(): number {
     return this.items.length - this.head;
+  }
+
+  queuedAtMs(i: number): number {
+    return (this.items[this.head + i] as Query).enqueuedMs;
+  }
+
+  deadlineMs(i: number): number {
+    const q = this.items[this.head + i] as Query;
+    return q.arrivalMs + q.sloMs;
   }
 
   /** The oldest waiting query. */
@@ -310,13 +329,6 @@ export class Queue {
   /** Arrival rate into this queue over the last window (complete seconds). */
   rateQps(nowMs: number, windowMs = 1000): number {
     return this.arrivals.rate(nowMs, windowMs);
-  }
-
-  /** Observed / profiled batch latency over the last window: 1 = as profiled, 1.2 = 20% slower. */
-  observedLatencyRatio(nowMs: number, windowMs = 1000): number {
-    const end = Math.floor(nowMs / 1000) * 1000;
-    const p = this.profiledMs.sum(end - windowMs, end);
-    return p > 0 ? this.observedMs.sum(end - windowMs, end) / p : 1;
   }
 
   /**

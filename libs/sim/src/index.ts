@@ -5,6 +5,6 @@ export * from "./billing.js";
 export * from "./hardware.js";
 export * from "./stats.js";
 export * from "./trace.js";
-export * from "./stack-bench.js";
 export * from "./systems/infaas.js";
 export * from "./systems/baselines.js";
+export * from "./systems/inferline.js";

@@ -3,6 +3,7 @@
  * A scenario is pure: it takes parsed options (and trace data already read by the CLI) and returns
  * numbers; the CLI prints the table, writes `reports/<scenario>.json` and draws the charts.
  */
+import type { TraceData } from "./trace.js";
 
 /** One system (policy) measured in a scenario. slo_attainment is a fraction in 0..1. */
 export interface SystemResult {
@@ -42,11 +43,14 @@ export interface ScenarioResult {
   [extra: string]: unknown;
 }
 
-/** Options the CLI parses for every scenario. Trace-driven scenarios get the trace's per-second rates. */
+/** Options the CLI parses for every scenario. Trace-driven scenarios get the trace's counts. */
 export interface ScenarioOptions {
   seed: number;
-  /** Per-second arrival rates read from --trace (per-minute files are expanded), if given. */
-  trace?: number[];
+  /**
+   * Counts per bin of the trace read by the CLI: --trace FILE, else the bundled Twitter trace
+   * (libs/sim/data/). Without it (tests, other callers) trace-driven scenarios use a synthetic load.
+   */
+  trace?: TraceData;
   tracePath?: string;
   peakQps?: number;
   /** Simulated duration in seconds, where the scenario allows choosing it. */

@@ -1,15 +1,8 @@
 /**
- * Measurement helpers for the simulator: a growable latency sample with exact percentiles, and
- * per-bin counters that controllers read as rates.
+ * Measurement helpers for the simulator: a growable latency sample with exact (nearest-rank)
+ * quantiles, and per-bin counters that controllers read as rates.
  */
-
-/** Exact percentile (nearest-rank on the sorted sample; p in 0..100) of a sorted array. */
-export function percentileSorted(sorted: ArrayLike<number>, p: number): number {
-  const n = sorted.length;
-  if (n === 0) return NaN;
-  const rank = Math.min(n, Math.max(1, Math.ceil((p / 100) * n)));
-  return sorted[rank - 1] ?? NaN;
-}
+import { quantileSorted } from "@sloserve/policy";
 
 /** A growable sample of latencies (ms). */
 export class LatencySample {
@@ -35,10 +28,11 @@ export class LatencySample {
     this.sorted = null;
   }
 
-  percentile(p: number): number {
+  /** Exact nearest-rank q-quantile (q in [0, 1], see @sloserve/policy's quantileSorted); NaN when empty. */
+  quantile(q: number): number {
     if (this.n === 0) return NaN;
     if (!this.sorted) this.sorted = this.buf.slice(0, this.n).sort();
-    return percentileSorted(this.sorted, p);
+    return quantileSorted(this.sorted, q);
   }
 
   mean(): number {

@@ -1,22 +1,47 @@
 /**
- * Trace files → per-second arrival rates (pure: the CLI reads the file, this parses its text).
- * Formats (those in /work/shared/traces/): a one-column per-second CSV with a header (`tweets`, then
- * one count per line), or a per-minute CSV whose first two columns are `minute,count` (further columns
- * ignored); a minute's count is spread evenly over its 60 seconds.
+ * Trace files → counts per bin (pure: the CLI, or a test, reads the file; this parses its text).
+ * Formats (those in libs/sim/data/ and /work/shared/traces/): a one-column per-second CSV with a header
+ * (`tweets`, then one count per line), or a per-minute CSV whose first two columns are `minute,count`
+ * (further columns, e.g. `missing`, ignored). A zero count is a gap in the data in both (see
+ * libs/sim/data/README.md); the scenarios decide what to do with gaps (mark-twitter fills them).
  */
-export function parseTrace(text: string): number[] {
+
+export interface TraceData {
+  /** Width of one bin: 1000 for a per-second file, 60 000 for a per-minute one. */
+  binMs: number;
+  /** Count per bin, in file order. */
+  counts: number[];
+}
+
+/** The bundled Twitter trace (2021-08, 17 days per minute), relative to the repository root. */
+export const DEFAULT_TWITTER_TRACE = "libs/sim/data/twitter_2021-08_per_minute.csv";
+
+export function parseTrace(text: string): TraceData {
   const lines = text.split(/\r?\n/).filter((l) => l.trim() !== "");
   const header = (lines[0] ?? "").split(",").map((h) => h.trim().toLowerCase());
   const perMinute = header[0] === "minute";
   const body = /^[\d.]+$/.test(header[0] ?? "") ? lines : lines.slice(1);
   const offset = lines.length - body.length + 1;
-  const out: number[] = [];
+  const counts: number[] = [];
   body.forEach((line, i) => {
     const cols = line.split(",");
     const v = Number(perMinute ? cols[1] : cols[0]);
     if (!Number.isFinite(v) || v < 0) throw new Error(`trace line ${i + offset}: "${line}" is not a count`);
-    if (perMinute) for (let s = 0; s < 60; s++) out.push(v / 60);
-    else out.push(v);
+    counts.push(v);
   });
+  return { binMs: perMinute ? 60_000 : 1000, counts };
+}
+
+/** Mean rate (queries per second) of each complete minute of a trace. */
+export function minuteRates(trace: TraceData): number[] {
+  if (trace.binMs === 60_000) return trace.counts.map((c) => c / 60);
+  const perMinute = Math.round(60_000 / trace.binMs);
+  if (perMinute < 1 || perMinute * trace.binMs !== 60_000) throw new Error(`trace bins of ${trace.binMs} ms do not divide a minute`);
+  const out: number[] = [];
+  for (let m = 0; (m + 1) * perMinute <= trace.counts.length; m++) {
+    let s = 0;
+    for (let i = m * perMinute; i < (m + 1) * perMinute; i++) s += trace.counts[i] ?? 0;
+    out.push(s / 60);
+  }
   return out;
 }

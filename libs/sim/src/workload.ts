@@ -200,3 +200,33 @@ export function binCounts(times: ArrayLike<number>, binMs: number, durationMs: n
   }
   return counts;
 }
+
+/**
+ * Arrivals at given times (ms, non-decreasing), e.g. a trace drawn once and replayed through several
+ * systems (the InferLine scenarios serve the same queries with every configuration). Ignores the rng.
+ */
+export class ReplayArrivals implements ArrivalProcess {
+  readonly endMs: number;
+  private i = 0;
+
+  constructor(private readonly timesMs: ArrayLike<number>) {
+    this.endMs = timesMs.length > 0 ? (timesMs[timesMs.length - 1] ?? 0) : 0;
+  }
+
+  next(): number | null {
+    return this.i < this.timesMs.length ? (this.timesMs[this.i++] ?? null) : null;
+  }
+}
+
+/**
+ * Arrivals replaying a rate trace binned per minute (the Twitter trace, libs/sim/data/) or per second:
+ * within bin i the arrivals are a Poisson process at the bin's rate `schedule.rates[i]` (queries per
+ * second; for a per-minute trace, the minute's count ÷ 60 after any scaling), i.e. exponential gaps,
+ * drawn from the rng passed to `next` (the simulator seeds one per stream; a live load replayer passes
+ * `createRng(seed)`), so a seed gives the same arrival times everywhere. With `cv` ≠ 1 the gaps are
+ * Gamma with that σ/μ (see ScheduledArrivals). Lazy: call `next(rng)` for each arrival in turn, so a
+ * replayer can pace a 17-day trace without materialising it.
+ */
+export function traceArrivals(schedule: RateSchedule, cv = 1, startMs = 0): ArrivalProcess {
+  return new ScheduledArrivals(schedule, cv, startMs);
+}

@@ -1,5 +1,8 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { createRng } from "@sloserve/policy";
 import { describe, expect, it } from "vitest";
+import { DEFAULT_TWITTER_TRACE, parseTrace } from "../src/trace.js";
 import { markMmpp, mmppRates } from "../src/scenarios/mark-mmpp.js";
 import { markTwitter, scaleTwitterTrace, twitterLikeMinutes } from "../src/scenarios/mark-twitter.js";
 
@@ -13,14 +16,25 @@ describe("mark scenarios", () => {
   });
 
   it("mark-twitter - a trace is mapped p1 → peak/4 and p99 → peak, gaps filled", () => {
-    // 200 minutes at 10..209 per second, one gap minute (0) that takes the previous minute's value.
-    const perSecond: number[] = [];
-    for (let m = 0; m < 200; m++) for (let s = 0; s < 60; s++) perSecond.push(m === 50 ? 0 : 10 + m);
-    const out = scaleTwitterTrace(perSecond, 100);
-    // sorted non-gap minutes 10..209 without 60: p1 = sorted[⌊0.01·198⌋ = 1] = 11, p99 = sorted[⌊0.99·198⌋ = 196] = 207.
+    // 200 minutes at 10..209 per second, one gap minute (0) and one partial minute (1, under 5% of the
+    // median) that take the previous minute's value.
+    const perMinute = Array.from({ length: 200 }, (_, m) => (m === 50 ? 0 : m === 120 ? 1 : 10 + m));
+    const out = scaleTwitterTrace(perMinute, 100);
+    // sorted minutes 10..209 without 60 and 130, 59 and 129 twice: p1 = sorted[⌊0.01·199⌋ = 1] = 11,
+    // p99 = sorted[⌊0.99·199⌋ = 197] = 207.
     expect(out[1]).toBeCloseTo(25, 9);
     expect(out[197]).toBeCloseTo(100, 9);
     expect(out[50]).toBe(out[49]);
+    expect(out[120]).toBe(out[119]);
+  });
+
+  it("mark-twitter - runs on the bundled Twitter trace by default (the CLI passes it)", () => {
+    const trace = parseTrace(readFileSync(fileURLToPath(new URL("../data/twitter_2021-08_per_minute.csv", import.meta.url)), "utf8"));
+    const r = markTwitter.run({ seed: 3, durationS: 20 * 60, peakQps: 80, trace, tracePath: DEFAULT_TWITTER_TRACE });
+    expect(r.notes[0]).toContain(`trace ${DEFAULT_TWITTER_TRACE}`);
+    const [sm, od] = r.systems as [typeof r.systems[0], typeof r.systems[0]];
+    expect(od.cost_dollars).toBeLessThan(sm.cost_dollars);
+    expect(od.slo_attainment).toBeGreaterThanOrEqual(0.98);
   });
 
   it("mark-twitter - MArk is cheaper than the SageMaker-style baseline and meets the 98% SLO", () => {

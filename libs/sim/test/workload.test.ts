@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { createRng } from "@sloserve/policy";
 import {
@@ -7,10 +9,12 @@ import {
   constantRate,
   expectedArrivals,
   gammaArrivals,
+  minuteRates,
   parseTrace,
   rampRates,
   spikeRates,
   stepRates,
+  traceArrivals,
   traceRates,
 } from "../src/index.js";
 
@@ -63,12 +67,33 @@ describe("workload", () => {
     expect(expectedArrivals(constantRate(4, 240))).toBe(960);
   });
 
-  it("workload - trace files: per-second with a header, per-minute expanded", () => {
-    expect(parseTrace("tweets\n52\n55\n")).toEqual([52, 55]);
+  it("workload - trace files: per-second with a header, per-minute by its minute column", () => {
+    expect(parseTrace("tweets\n52\n55\n")).toEqual({ binMs: 1000, counts: [52, 55] });
     const perMinute = parseTrace("minute,tweets,missing\n0,120,0\n1,60,0\n");
-    expect(perMinute.length).toBe(120);
-    expect(perMinute[0]).toBe(2);
-    expect(perMinute[119]).toBe(1);
+    expect(perMinute).toEqual({ binMs: 60_000, counts: [120, 60] });
+    expect(minuteRates(perMinute)).toEqual([2, 1]);
+    // Per-second counts → per-minute means over complete minutes only.
+    expect(minuteRates({ binMs: 1000, counts: [...new Array<number>(60).fill(3), 7] })).toEqual([3]);
     expect(() => parseTrace("tweets\n12\nabc\n")).toThrow('trace line 3: "abc" is not a count');
+  });
+
+  it("workload - traceArrivals: Poisson within each minute at the minute's rate, the same for a seed", () => {
+    const schedule = { binMs: 60_000, rates: [2, 10, 0, 5] };
+    const a = arrivalTimes(traceArrivals(schedule), createRng(9));
+    expect(arrivalTimes(traceArrivals(schedule), createRng(9))).toEqual(a);
+    const counts = binCounts(a, 60_000, 240_000);
+    // Expected 120, 600, 0, 300: within 4 σ of a Poisson count.
+    [120, 600, 0, 300].forEach((mean, i) => expect(Math.abs(counts[i]! - mean)).toBeLessThanOrEqual(4 * Math.sqrt(mean) + 1e-9));
+    // Exponential gaps inside a minute: CV of the gaps ≈ 1.
+    const { cv } = gapsCv(a.filter((t) => t >= 60_000 && t < 120_000));
+    expect(cv).toBeGreaterThan(0.85);
+    expect(cv).toBeLessThan(1.15);
+  });
+
+  it("workload - the bundled Twitter trace parses: 17 days per minute", () => {
+    const t = parseTrace(readFileSync(fileURLToPath(new URL("../data/twitter_2021-08_per_minute.csv", import.meta.url)), "utf8"));
+    expect(t.binMs).toBe(60_000);
+    expect(t.counts).toHaveLength(17 * 1440);
+    expect(t.counts.filter((c) => c === 0)).toHaveLength(480); // the daily gaps
   });
 });

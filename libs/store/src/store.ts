@@ -12,8 +12,10 @@ import {
 
 /**
  * Metadata in Redis (DESIGN.md §2 "Metadata"). Static: models and their variants. Dynamic: worker
- * heartbeats (with a TTL, so a dead worker disappears by itself) and variant instances per worker.
+ * heartbeats (with a TTL, so a dead worker disappears by itself), variant instances per worker, and
+ * the forecaster's per-app history of unit max arrival rates (so a restart keeps what it learnt).
  * Services read it at start-up and on cache misses; the query path reads in-memory views instead.
+ * Every key is defined in `key` below.
  */
 
 export interface InstanceRecord {
@@ -37,6 +39,7 @@ const key = {
   worker: (id: string) => `${P}:worker:${id}`,
   workers: `${P}:workers`,
   instances: `${P}:instances`,
+  forecastHistory: (app: string) => `${P}:forecast:${app}:history`,
 };
 
 export class MetadataStore {
@@ -154,5 +157,20 @@ export class MetadataStore {
   async listInstances(): Promise<InstanceRecord[]> {
     const all = await this.redis.hgetall(key.instances);
     return Object.values(all).map((raw) => JSON.parse(raw) as InstanceRecord);
+  }
+
+  /**
+   * Appends one unit's max arrival rate (queries/s) to an app's forecast history, keeps the newest
+   * `keep` units, and returns the history, oldest first.
+   */
+  async appendForecastHistory(app: string, maxRate: number, keep: number): Promise<number[]> {
+    const k = key.forecastHistory(app);
+    await this.redis.multi().rpush(k, String(maxRate)).ltrim(k, -keep, -1).exec();
+    return this.getForecastHistory(app);
+  }
+
+  /** An app's forecast history (unit max arrival rates, queries/s), oldest first; empty when none. */
+  async getForecastHistory(app: string): Promise<number[]> {
+    return (await this.redis.lrange(key.forecastHistory(app), 0, -1)).map(Number);
   }
 }

@@ -10,7 +10,7 @@
  */
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { createRng, shuffleInPlace } from "./rng.js";
+import { Xoshiro128ss, shuffleInPlace } from "@sloserve/policy";
 
 /** Pixels per image (28 × 28, one channel). */
 export const DIGIT_FEATURES = 784;
@@ -101,7 +101,7 @@ export function loadDigits(options: LoadDigitsOptions = {}): DigitSplits {
   if (validationCount + testCount >= all.count) {
     throw new Error(`validationCount + testCount must be below ${all.count}, got ${validationCount + testCount}`);
   }
-  const rng = createRng(splitSeed);
+  const rng = new Xoshiro128ss(splitSeed);
   const test: number[] = [];
   const validation: number[] = [];
   const train: number[] = [];

@@ -8,9 +8,8 @@
  */
 import { AvgPool2d, Conv2d, Dense, MaxPool2d } from "./layers.js";
 import { Network, type LayerSpec } from "./network.js";
-import { decodeModel } from "./onnx-reader.js";
-import { OnnxDataType, encodeModel, type OnnxGraph, type OnnxInitializer, type OnnxNode } from "./onnx-writer.js";
-import { createRng } from "./rng.js";
+import { OnnxDataType, decodeModel, encodeModel, type OnnxGraph, type OnnxInitializer, type OnnxNode } from "@sloserve/onnx";
+import { createRng } from "@sloserve/policy";
 
 /** Names of the graph's input and output. */
 export const INPUT_NAME = "input";

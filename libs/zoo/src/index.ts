@@ -1,7 +1,7 @@
 /**
  * @sloserve/zoo — the "digits" model family: real MNIST classifiers trained deterministically in
- * TypeScript, exported as ONNX, cached with a manifest and a validation set per model; plus an int8
- * weight-only quantisation rewrite for the variant generator.
+ * TypeScript, exported as ONNX (through @sloserve/onnx), cached with a manifest and a validation set
+ * per model.
  */
 export { buildZoo, ensureZoo, checkZooCache, readManifest, trainZooModel, modelContentHash, zooContentHash, ZOO_VERSION, DEFAULT_ZOO_SEED, DEFAULT_CACHE_DIR } from "./zoo.js";
 export type { TrainedZooModel } from "./zoo.js";
@@ -17,10 +17,3 @@ export type { LayerSpec } from "./network.js";
 export { trainNetwork } from "./training.js";
 export type { TrainConfig, TrainProgress, TrainResult } from "./training.js";
 export { exportNetwork, networkFromOnnx, INPUT_NAME, OUTPUT_NAME } from "./export.js";
-export { encodeModel } from "./onnx-writer.js";
-export type { OnnxModel, OnnxGraph, OnnxNode, OnnxInitializer, OnnxAttribute } from "./onnx-writer.js";
-export { decodeModel } from "./onnx-reader.js";
-export { quantizeDynamicInt8, quantizeWeightsInt8 } from "./quantize.js";
-export type { QuantizeOptions, QuantizeResult, QuantizedWeight } from "./quantize.js";
-export { createRng, deriveSeed } from "./rng.js";
-export type { Rng } from "./rng.js";

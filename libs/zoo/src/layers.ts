@@ -13,7 +13,6 @@
  * - {@link Relu}, {@link Flatten}.
  */
 import { gemmAB, gemmABt, gemmAtB } from "./gemm.js";
-import type { Rng } from "./rng.js";
 
 /** A trainable tensor with its gradient (same shape, accumulated by backward). */
 export interface Param {
@@ -66,11 +65,11 @@ export class Dense implements Layer {
   private readonly out = new Scratch();
   private readonly dx = new Scratch();
 
-  constructor(readonly name: string, inFeatures: number, readonly units: number, rng: Rng, gain = 2) {
+  constructor(readonly name: string, inFeatures: number, readonly units: number, normal: () => number, gain = 2) {
     this.inShape = [inFeatures];
     this.outShape = [units];
     const std = Math.sqrt(gain / inFeatures);
-    this.weight = param(`${name}.weight`, [units, inFeatures], () => rng.normal() * std);
+    this.weight = param(`${name}.weight`, [units, inFeatures], () => normal() * std);
     this.bias = param(`${name}.bias`, [units], () => 0);
     this.params = [this.weight, this.bias];
   }
@@ -132,7 +131,7 @@ export class Conv2d implements Layer {
   private readonly dcol = new Scratch();
   private readonly dx = new Scratch();
 
-  constructor(readonly name: string, inShape: readonly number[], options: ConvOptions, rng: Rng) {
+  constructor(readonly name: string, inShape: readonly number[], options: ConvOptions, normal: () => number) {
     const [C, H, W] = inShape as [number, number, number];
     this.kernel = options.kernel;
     this.pad = options.pad ?? 0;
@@ -144,7 +143,7 @@ export class Conv2d implements Layer {
     this.outShape = [options.filters, OH, OW];
     const fanIn = C * this.kernel * this.kernel;
     const std = Math.sqrt(2 / fanIn);
-    this.weight = param(`${name}.weight`, [options.filters, C, this.kernel, this.kernel], () => rng.normal() * std);
+    this.weight = param(`${name}.weight`, [options.filters, C, this.kernel, this.kernel], () => normal() * std);
     this.bias = param(`${name}.bias`, [options.filters], () => 0);
     this.params = [this.weight, this.bias];
   }

@@ -3,7 +3,7 @@
  * The spec is plain data (hashed into the zoo's cache key and mapped one-to-one onto ONNX nodes).
  */
 import { AvgPool2d, Conv2d, Dense, Flatten, MaxPool2d, Relu, type Layer, type Param } from "./layers.js";
-import type { Rng } from "./rng.js";
+import { pairedNormals, type Rng } from "@sloserve/policy";
 
 /** One layer of a model spec. */
 export type LayerSpec =
@@ -21,8 +21,9 @@ export class Network {
   /** needsInputGrad[i]: some layer before i has parameters, so layer i must pass a gradient back. */
   private readonly needsInputGrad: readonly boolean[];
 
-  /** Builds the layers, drawing initial weights from `rng` in layer order. */
+  /** Builds the layers, drawing initial weights from `rng` in layer order (Box-Muller pairs, {@link pairedNormals}). */
   constructor(readonly specs: readonly LayerSpec[], readonly inShape: readonly number[], rng: Rng) {
+    const normal = pairedNormals(rng);
     const layers: Layer[] = [];
     let shape = inShape;
     const counts = new Map<string, number>();
@@ -42,11 +43,11 @@ export class Network {
         case "dense":
           if (shape.length !== 1) throw new Error(`${name}: dense needs a flat input, got [${shape.join(", ")}]; add a flatten`);
           // He initialisation before a ReLU, LeCun (gain 1) for the logits layer.
-          layer = new Dense(name, shape[0]!, spec.units, rng, index === lastDense ? 1 : 2);
+          layer = new Dense(name, shape[0]!, spec.units, normal, index === lastDense ? 1 : 2);
           break;
         case "conv":
           if (shape.length !== 3) throw new Error(`${name}: conv needs a [C, H, W] input, got [${shape.join(", ")}]`);
-          layer = new Conv2d(name, shape, spec, rng);
+          layer = new Conv2d(name, shape, spec, normal);
           break;
         case "maxpool":
           if (shape.length !== 3) throw new Error(`${name}: maxpool needs a [C, H, W] input, got [${shape.join(", ")}]`);

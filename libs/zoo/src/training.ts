@@ -9,7 +9,7 @@
  */
 import type { DigitSet } from "./data.js";
 import { Network, type LayerSpec } from "./network.js";
-import { createRng, shuffleInPlace, type Rng } from "./rng.js";
+import { Xoshiro128ss, sampleInt, shuffleInPlace, type Rng } from "@sloserve/policy";
 
 /** Hyper-parameters of one training run. */
 export interface TrainConfig {
@@ -58,7 +58,7 @@ export function trainNetwork(
   seed: number,
   onEpoch?: (progress: TrainProgress) => void,
 ): TrainResult {
-  const rng = createRng(seed);
+  const rng = new Xoshiro128ss(seed);
   const network = new Network(layers, inShape, rng);
   const classes = network.outFeatures;
   const features = train.features;
@@ -110,8 +110,8 @@ function gatherBatch(
       continue;
     }
     const side = Math.round(Math.sqrt(f));
-    const dx = rng.int(2 * shift + 1) - shift;
-    const dy = rng.int(2 * shift + 1) - shift;
+    const dx = sampleInt(rng, 2 * shift + 1) - shift;
+    const dy = sampleInt(rng, 2 * shift + 1) - shift;
     for (let r = 0; r < side; r++) {
       for (let c = 0; c < side; c++) {
         const sr = r - dy;

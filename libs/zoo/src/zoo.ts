@@ -12,7 +12,7 @@ import { DEFAULT_SPLIT_SEED, DIGIT_CLASSES, DIGIT_FEATURES, DIGIT_SHAPE, loadDig
 import { BATCH_DIM, INPUT_NAME, OUTPUT_NAME, exportNetwork } from "./export.js";
 import { DIGITS_MODELS, type ModelSpec } from "./models.js";
 import { accuracy, type Network } from "./network.js";
-import { deriveSeed } from "./rng.js";
+import { deriveSeed } from "@sloserve/policy";
 import { trainNetwork, type TrainProgress } from "./training.js";
 import type { ZooManifest, ZooModelEntry, ZooOptions } from "./types.js";
 import { encodeValidationSet } from "./validation-set.js";

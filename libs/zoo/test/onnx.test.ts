@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { decodeModel } from "@sloserve/onnx";
 import { loadDigits } from "../src/data.js";
 import { exportNetwork, networkFromOnnx } from "../src/export.js";
 import { accuracy, type LayerSpec } from "../src/network.js";
-import { decodeModel } from "../src/onnx-reader.js";
 import { trainNetwork } from "../src/training.js";
 import { maxAbsDiff, ortProbabilities } from "./ort-helpers.js";
 

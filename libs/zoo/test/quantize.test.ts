@@ -1,11 +1,10 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { decodeModel, quantizeDynamicInt8, quantizeWeightsInt8 } from "@sloserve/onnx";
 import { loadDigits } from "../src/data.js";
 import { exportNetwork } from "../src/export.js";
 import { accuracy, type LayerSpec } from "../src/network.js";
-import { decodeModel } from "../src/onnx-reader.js";
-import { quantizeDynamicInt8, quantizeWeightsInt8 } from "../src/quantize.js";
 import { trainNetwork } from "../src/training.js";
 import { DEFAULT_CACHE_DIR, checkZooCache, readManifest } from "../src/zoo.js";
 import { maxAbsDiff, ortProbabilities } from "./ort-helpers.js";

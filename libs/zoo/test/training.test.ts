@@ -3,7 +3,7 @@ import { loadDigits, subset } from "../src/data.js";
 import { exportNetwork } from "../src/export.js";
 import { AvgPool2d, Conv2d, Dense, MaxPool2d, Relu, type Layer } from "../src/layers.js";
 import { Network, accuracy, type LayerSpec } from "../src/network.js";
-import { createRng, type Rng } from "../src/rng.js";
+import { Xoshiro128ss, pairedNormals, type Rng } from "@sloserve/policy";
 import { softmaxCrossEntropy, trainNetwork } from "../src/training.js";
 
 /** Mean cross-entropy of `network` on a batch, in float64 on top of float32 activations. */
@@ -18,9 +18,9 @@ describe("zoo - training", () => {
   // differences are not defined. Changing one entry changes few outputs, so float32 rounding stays
   // far below the tolerance.
   const layerCases: { name: string; make: (rng: Rng) => Layer; input: (rng: Rng, n: number) => number }[] = [
-    { name: "dense", make: (rng) => new Dense("d", 20, 7, rng), input: (rng) => rng.next() - 0.5 },
-    { name: "conv pad 1", make: (rng) => new Conv2d("c", [2, 7, 7], { filters: 3, kernel: 3, pad: 1 }, rng), input: (rng) => rng.next() },
-    { name: "conv stride 2", make: (rng) => new Conv2d("c", [2, 7, 7], { filters: 3, kernel: 3, stride: 2 }, rng), input: (rng) => rng.next() },
+    { name: "dense", make: (rng) => new Dense("d", 20, 7, pairedNormals(rng)), input: (rng) => rng.next() - 0.5 },
+    { name: "conv pad 1", make: (rng) => new Conv2d("c", [2, 7, 7], { filters: 3, kernel: 3, pad: 1 }, pairedNormals(rng)), input: (rng) => rng.next() },
+    { name: "conv stride 2", make: (rng) => new Conv2d("c", [2, 7, 7], { filters: 3, kernel: 3, stride: 2 }, pairedNormals(rng)), input: (rng) => rng.next() },
     { name: "relu", make: () => new Relu("r", [30]), input: (rng) => (rng.next() < 0.5 ? -1 : 1) * (0.05 + rng.next()) },
     // Distinct values 0.01 apart: no window has a near-tie.
     { name: "maxpool", make: () => new MaxPool2d("m", [2, 6, 6], 2), input: (_rng, i) => ((i * 37) % 144) * 0.01 },
@@ -28,7 +28,7 @@ describe("zoo - training", () => {
   ];
   for (const c of layerCases) {
     it(`zoo - ${c.name} backward matches finite differences`, () => {
-      const rng = createRng(11);
+      const rng = new Xoshiro128ss(11);
       const layer = c.make(rng);
       const batch = 2;
       const inSize = layer.inShape.reduce((a, b) => a * b, 1);
@@ -67,7 +67,7 @@ describe("zoo - training", () => {
       { type: "conv", filters: 3, kernel: 3, pad: 1 }, { type: "avgpool", size: 2 },
       { type: "conv", filters: 4, kernel: 3, stride: 2 }, { type: "flatten" }, { type: "dense", units: 10 },
     ];
-    const rng = createRng(3);
+    const rng = new Xoshiro128ss(3);
     const network = new Network(layers, [1, 12, 12], rng);
     const n = 4;
     const x = new Float32Array(n * 144).map(() => rng.next());

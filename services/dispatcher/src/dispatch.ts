@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Msg } from "@nats-io/transport-node";
-import type { JsMsg } from "@nats-io/jetstream";
+import type { Consumer, JsMsg } from "@nats-io/jetstream";
 import {
   ErrorCode,
   ServeError,
@@ -15,6 +15,7 @@ import {
   streams,
   queueConsumer,
   subjects,
+  type Clock,
   type ModelRecord,
   type ScaleCommand,
   type TensorSpec,
@@ -22,13 +23,22 @@ import {
 } from "@sloserve/contracts";
 import { makeHeaders, replyError, type Bus, type Logger } from "@sloserve/bus";
 import type { Catalog } from "@sloserve/store";
-import { chooseWorker, routeModelQuery, pricePerSecond, DEFAULT_TYPE_FOR_KIND, type RouteCandidate } from "@sloserve/policy";
+import {
+  chooseWorker,
+  isLoadPending,
+  modelQueryCandidates,
+  routeCandidate,
+  routeModelQuery,
+  selectForApp,
+  type LoadPlacement,
+  type LoadRequest,
+  type QueryRequirements,
+  type RouteCandidate,
+  type VariantDispatchView,
+} from "@sloserve/policy";
 import type { ClusterView } from "./cluster.js";
 import type { SelectionView } from "./selection-view.js";
 import type { ArrivalCounter } from "./arrivals.js";
-
-/** A load meant to relieve Overloaded/Interfered variants is not placed on a worker busier than this. */
-export const RELIEF_MAX_UTILISATION = 0.8;
 
 /** How often a rescue looks again for queries an unloaded replica held (a little over the ack wait). */
 const RESCUE_RECHECK_MS = 6_500;
@@ -67,41 +77,36 @@ export class Dispatcher {
     private readonly selection: SelectionView,
     private readonly arrivals: ArrivalCounter,
     private readonly log: Logger,
+    private readonly clock: Clock,
   ) {}
 
-  candidates(model: ModelRecord, nowMs: number): RouteCandidate[] {
-    // A model-specific query asks for the model as registered: fp32 variants only (int8 variants
-    // change the model's accuracy and are chosen by model-less queries).
-    return (this.catalog.variantsByModel.get(model.name) ?? []).filter((v) => v.quantization === "fp32").map((v) => this.candidate(v, nowMs));
-  }
-
-  private candidate(v: VariantRecord, nowMs: number): RouteCandidate {
+  /** What this dispatcher sees of a variant (libs/policy/dispatch decides with it). */
+  private view(v: Pick<VariantRecord, "name" | "hardware">, nowMs: number): VariantDispatchView {
     const load = this.cluster.load.get(v.name);
-    const pending = this.pendingLoads.get(v.name);
-    const loadingPending = pending !== undefined && nowMs - pending < 60_000 ? 1 : 0;
     return {
-      variant: v.name,
-      hardware: v.hardware,
-      // A named model or variant is served by its instances whatever their state: Overloaded or
-      // Interfered instances still drain their queue; adding capacity is the autoscaler's job.
-      activeInstances: this.cluster.count(v.name, "active") + this.cluster.count(v.name, "overloaded") + this.cluster.count(v.name, "interfered"),
-      loadingInstances: this.cluster.count(v.name, "loading") + loadingPending,
+      active: this.cluster.count(v.name, "active"),
+      overloaded: this.cluster.count(v.name, "overloaded"),
+      interfered: this.cluster.count(v.name, "interfered"),
+      loading: this.cluster.count(v.name, "loading"),
       arrivalsPerS: load?.arrivalsPerS ?? 0,
       queueLength: load?.queueLength ?? 0,
-      // Cost per query at peak throughput; unprofiled CPU variants are ranked by their max batch.
-      costPerQuery: pricePerSecond(DEFAULT_TYPE_FOR_KIND[v.hardware]) / (v.profile?.peakQps ?? v.maxBatch),
+      loadAskedAtMs: this.pendingLoads.get(v.name),
       hardwareAvailable: this.cluster.hasLiveWorker(v.hardware, nowMs),
-      selectable: v.hardware === "cpu" || v.profiled,
     };
   }
 
+  /** The candidates of a model-specific query (libs/policy `modelQueryCandidates`). */
+  candidates(model: ModelRecord, nowMs: number): RouteCandidate[] {
+    return modelQueryCandidates(this.catalog.variantsByModel.get(model.name) ?? [], (v) => this.view(v, nowMs), nowMs);
+  }
+
   /**
-   * Asks the lowest-utilised worker of the variant's hardware to load it (not on the query's path).
-   * `maxUtilisation` refuses saturated workers (for loads meant to relieve an overloaded variant).
+   * Asks the lowest-utilised worker of the variant's hardware to load it (not on the query's path),
+   * unless a load asked for earlier is still pending. `constraints` restrict the workers (a relief
+   * load: none over `maxUtilisation` busy, no oversubscription).
    */
-  requestLoad(variant: VariantRecord, reason: string, nowMs: number, maxUtilisation?: number): boolean {
-    const pending = this.pendingLoads.get(variant.name);
-    if (pending !== undefined && nowMs - pending < 60_000) return true;
+  requestLoad(variant: VariantRecord, reason: string, nowMs: number, constraints: Pick<LoadRequest, "maxUtilisation" | "allowOversubscription"> = { maxUtilisation: undefined, allowOversubscription: true }): LoadPlacement {
+    if (isLoadPending(this.pendingLoads.get(variant.name), nowMs)) return { outcome: "placed", reason: `a load of ${variant.name} is already pending` };
     const placement = chooseWorker(
       this.cluster.workerViews(),
       {
@@ -109,24 +114,28 @@ export class Dispatcher {
         hardware: variant.hardware,
         threads: variant.threads,
         memoryBytes: variant.profile?.memoryBytes ?? 0,
-        // A relief load only helps on a worker with room: not saturated, threads free.
-        ...(maxUtilisation !== undefined ? { maxUtilisation, allowOversubscription: false } : {}),
+        ...(constraints.maxUtilisation !== undefined ? { maxUtilisation: constraints.maxUtilisation } : {}),
+        allowOversubscription: constraints.allowOversubscription,
       },
       nowMs,
     );
     if (!placement.worker) {
       this.log.warn({ variant: variant.name, reason: placement.reason }, "cannot place variant");
-      return false;
+      return { outcome: "refused", reason: placement.reason };
     }
+    const worker = placement.worker;
     this.pendingLoads.set(variant.name, nowMs);
     const command: ScaleCommand = { id: randomUUID(), action: "load", variant: variant.name, reason: `${reason}; ${placement.reason}`, atMs: nowMs };
-    this.log.info({ decision: "load", variant: variant.name, worker: placement.worker, reason: command.reason }, "scale decision");
-    this.bus.js.publish(subjects.decision("dispatcher", placement.worker), JSON.stringify({ action: "load", worker: placement.worker, model: variant.model, variant: variant.name, reason: command.reason, atMs: nowMs })).catch(() => undefined);
-    this.bus.js.publish(subjects.scaleModel(placement.worker), JSON.stringify(command)).catch((err) => {
-      this.pendingLoads.delete(variant.name);
-      this.log.error({ err, variant: variant.name }, "could not publish load command");
+    this.log.info({ decision: "load", variant: variant.name, worker, reason: command.reason }, "scale decision");
+    this.bus.js.publish(subjects.decision("dispatcher", worker), JSON.stringify({ action: "load", worker, model: variant.model, variant: variant.name, reason: command.reason, atMs: nowMs })).catch((err) => {
+      // The decision is a record for observers; the command below is what loads the variant.
+      this.log.warn({ err, variant: variant.name, worker }, "could not publish the load decision");
     });
-    return true;
+    this.bus.js.publish(subjects.scaleModel(worker), JSON.stringify(command)).catch((err) => {
+      this.pendingLoads.delete(variant.name);
+      this.log.error({ err, variant: variant.name, worker }, "could not publish load command");
+    });
+    return { outcome: "placed", reason: `on ${worker}: ${placement.reason}` };
   }
 
   private readonly rescuing = new Set<string>();
@@ -135,16 +144,24 @@ export class Dispatcher {
    * A variant's last instance went away while queries may still sit in its JetStream queue (they were
    * enqueued between the unload decision and the unload): take them out and route them again, so that
    * an accepted query is answered or refused, never left to time out. Runs on the state event that
-   * makes the variant inactive everywhere.
+   * makes the variant inactive everywhere. Each query is routed with the time read when it is
+   * (the re-checks below span up to ~26 s).
    */
-  async rescue(variantName: string, nowMs: number): Promise<number> {
+  async rescue(variantName: string): Promise<number> {
     const variant = this.catalog.variants.get(variantName);
     if (!variant || this.rescuing.has(variantName)) return 0;
     this.rescuing.add(variantName);
     let moved = 0;
     try {
-      const consumer = await this.bus.js.consumers.get(streams.queries.name, queueConsumer(variantName)).catch(() => undefined);
-      if (!consumer) return 0;
+      let consumer: Consumer;
+      try {
+        consumer = await this.bus.js.consumers.get(streams.queries.name, queueConsumer(variantName));
+      } catch (err) {
+        // No replica ever pulled from this variant's queue: nothing can be waiting in it.
+        if ((err as Error).name !== "ConsumerNotFoundError") throw err;
+        this.log.debug({ variant: variantName }, "no queue consumer for the unloaded variant: nothing to rescue");
+        return 0;
+      }
       // Queries a cut-off pull had in flight come back after the ack wait: look a few more times.
       for (let round = 0; round < 4; round++) {
         let stop = false;
@@ -154,7 +171,7 @@ export class Dispatcher {
           let n = 0;
           for await (const m of batch) {
             n++;
-            if (await this.reroute(m, variant, nowMs)) moved++;
+            if (await this.reroute(m, variant, this.clock.now())) moved++;
             else stop = true;
             if (stop) break;
           }
@@ -215,13 +232,14 @@ export class Dispatcher {
   async handleModelQuery(msg: Msg, modelName: string): Promise<void> {
     const model = this.catalog.models.get(modelName) ?? (await this.catalog.getModel(modelName));
     if (!model) throw new ServeError(ErrorCode.unknownModel, `no model named '${modelName}'`);
-    const now = Date.now();
+    const now = this.clock.now();
     const { payload, json } = normalisePayload(msg, model.inputs);
     const decision = routeModelQuery(this.candidates(model, now));
     if (decision.kind === "none") throw new ServeError(ErrorCode.noCapacity, `model '${modelName}' cannot be served now: ${decision.reason}`);
     const variant = this.catalog.variants.get(decision.variant) as VariantRecord;
-    if (decision.kind === "load" && !this.requestLoad(variant, `query for ${modelName}`, now)) {
-      throw new ServeError(ErrorCode.noCapacity, `no ${variant.hardware} worker can load ${variant.name}`);
+    if (decision.kind === "load") {
+      const load = this.requestLoad(variant, `query for ${modelName}`, now);
+      if (load.outcome !== "placed") throw new ServeError(ErrorCode.noCapacity, `no ${variant.hardware} worker can load ${variant.name}: ${load.reason}`);
     }
     this.arrivals.count(model.app, model.name, undefined);
     await this.enqueue(msg, variant, payload, json, now);
@@ -236,7 +254,7 @@ export class Dispatcher {
     const models = this.catalog.modelsOfApp(app);
     const first = models[0];
     if (!first) throw new ServeError(ErrorCode.unknownApp, `no app named '${app}' (it has no models)`);
-    const now = Date.now();
+    const now = this.clock.now();
     const { payload, json, body } = normalisePayload(msg, first.inputs);
     const slo = json ? body?.["slo"] : {
       latency_ms: Number(msg.headers?.get(headers.sloLatencyMs)),
@@ -252,25 +270,17 @@ export class Dispatcher {
   }
 
   /**
-   * INFaaS Algorithm 1 through the selection index, then the load it asks for. When the load can't be
-   * placed (no worker, or — for a load meant to relieve Overloaded/Interfered variants — only
-   * saturated workers), the query goes to the best loaded variant instead (selection step 3).
+   * INFaaS Algorithm 1 and the load it asks for: libs/policy `selectForApp` decides (the simulator
+   * runs the same function); this places the load it asks for and turns its outcome into the variant
+   * or the error the caller gets.
    */
-  private chooseForApp(app: string, req: { latencyMs: number; minAccuracy: number; maxCostPerQuery: number | undefined }, now: number): VariantRecord {
-    let decision = this.selection.index.select(app, req);
-    let placementFailed: string | undefined;
-    if (decision.kind === "load" && !decision.alreadyLoading) {
-      const candidate = this.catalog.variants.get(decision.variant.name);
-      const index = this.selection.index;
-      const relief = index.variantsOf(app).some((v) => ["overloaded", "interfered"].includes(index.runtime(v.name).state));
-      if (!candidate || !this.requestLoad(candidate, `model-less query for ${app}: ${decision.reason}`, now, relief ? RELIEF_MAX_UTILISATION : undefined)) {
-        placementFailed = `cannot place ${decision.variant.name}${relief ? ` (relief loads avoid workers over ${RELIEF_MAX_UTILISATION * 100}% busy)` : ""}`;
-        decision = index.select(app, req, { allowLoad: false });
-      }
-    }
-    if (decision.kind === "infeasible" && placementFailed) {
-      throw new ServeError(ErrorCode.noCapacity, `app '${app}' has variants that meet the requirements, but none is loaded and no worker can load one now: ${placementFailed}`);
-    }
+  private chooseForApp(app: string, req: QueryRequirements, nowMs: number): VariantRecord {
+    const decision = selectForApp(this.selection.index, app, req, nowMs, (v, load) => {
+      const record = this.catalog.variants.get(v.name);
+      if (!record) return { outcome: "refused", reason: `${v.name} is not in the catalog` };
+      return this.requestLoad(record, load.reason, load.nowMs, load);
+    });
+    if (decision.kind === "no-capacity") throw new ServeError(ErrorCode.noCapacity, decision.reason);
     if (decision.kind === "infeasible") {
       this.arrivals.countInfeasible(app);
       const c = decision.closest;
@@ -291,11 +301,12 @@ export class Dispatcher {
     const variant = await this.catalog.getVariant(variantName);
     if (!variant) throw new ServeError(ErrorCode.unknownVariant, `no variant named '${variantName}'`);
     const model = (await this.catalog.getModel(variant.model)) as ModelRecord;
-    const now = Date.now();
+    const now = this.clock.now();
     const { payload, json } = normalisePayload(msg, model.inputs);
-    const c = this.candidate(variant, now);
-    if (c.activeInstances === 0 && c.loadingInstances === 0 && !this.requestLoad(variant, `query for variant ${variantName}`, now)) {
-      throw new ServeError(ErrorCode.noCapacity, `no ${variant.hardware} worker can load ${variant.name}`);
+    const c = routeCandidate(variant, this.view(variant, now), now);
+    if (c.activeInstances === 0 && c.loadingInstances === 0) {
+      const load = this.requestLoad(variant, `query for variant ${variantName}`, now);
+      if (load.outcome !== "placed") throw new ServeError(ErrorCode.noCapacity, `no ${variant.hardware} worker can load ${variant.name}: ${load.reason}`);
     }
     this.arrivals.count(model.app, model.name, undefined);
     await this.enqueue(msg, variant, payload, json, now);
@@ -315,7 +326,7 @@ export class Dispatcher {
           [headers.deadline]: deadline,
           [headers.accept]: accept,
           [headers.receivedAt]: Number(h?.get(headers.receivedAt)) || nowMs,
-          [headers.enqueuedAt]: Date.now(),
+          [headers.enqueuedAt]: this.clock.now(),
           [headers.sloLatencyMs]: slo?.latencyMs,
           [headers.sloMinAccuracy]: slo?.minAccuracy,
           [headers.sloMaxCost]: slo?.maxCostPerQuery,

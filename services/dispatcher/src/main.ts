@@ -1,14 +1,15 @@
-import { DISPATCHER_QUEUE, commonEnvSchema, compileOptions, stateEventSchema, subjects, workerReportSchema } from "@sloserve/contracts";
-import { connectBus, runService } from "@sloserve/bus";
+import { DISPATCHER_QUEUE, commonEnvSchema, compileOptions, subjects } from "@sloserve/contracts";
+import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { randomBytes } from "node:crypto";
 import { ClusterView } from "./cluster.js";
 import { SelectionView } from "./selection-view.js";
 import { ArrivalCounter } from "./arrivals.js";
 import { Dispatcher } from "./dispatch.js";
+import { followEvents, syncModel } from "./events.js";
 
 /**
- * dispatcher: takes queries on `infer.model.*` and `infer.variant.*` (queue group, so several
+ * dispatcher: takes queries on `infer.app.*`, `infer.model.*` and `infer.variant.*` (queue group, so several
  * dispatchers share the load), checks them against the model's signature, routes each to a variant's
  * JetStream queue, and asks for variants to be loaded when none runs. Its view of models, variants,
  * instances and workers is in memory, kept current by events.
@@ -21,55 +22,19 @@ await runService("dispatcher", process.env, async (log) => {
   const cluster = new ClusterView();
   const selection = new SelectionView();
   const id = `dispatcher-${randomBytes(3).toString("hex")}`;
-  const arrivals = new ArrivalCounter(Date.now(), id);
-  const dispatcher = new Dispatcher(bus, catalog, cluster, selection, arrivals, log);
-  const syncModel = (model: string): void => {
-    for (const v of catalog.variantsByModel.get(model) ?? []) selection.upsert(v);
-  };
-
+  // The one place the dispatcher gets the wall clock; everything below takes time from it.
+  const clock = systemClock;
+  const arrivals = new ArrivalCounter(clock.now(), id);
+  const dispatcher = new Dispatcher(bus, catalog, cluster, selection, arrivals, log, clock);
+  const views = { catalog, cluster, selection };
   // Subscribe before reading the snapshot so nothing falls between the two.
-  const subs = [
-    bus.nc.subscribe(subjects.registryEvents, {
-      callback: (_err, msg) => {
-        try {
-          const [, , kind, model] = msg.subject.split(".");
-          const before = new Set((catalog.variantsByModel.get(model ?? "") ?? []).map((v) => v.name));
-          if (catalog.applyEvent(msg.subject, msg.json())) {
-            const after = new Set((catalog.variantsByModel.get(model ?? "") ?? []).map((v) => v.name));
-            for (const name of before) if (!after.has(name)) selection.remove(name);
-            if (kind !== "unregistered") syncModel(model ?? "");
-            selection.refreshRuntime(cluster);
-          }
-        } catch (err) {
-          log.warn({ err, subject: msg.subject }, "ignoring malformed registry event");
-        }
-      },
-    }),
-    bus.nc.subscribe(subjects.stateAll, {
-      callback: (_err, msg) => {
-        const parsed = stateEventSchema.safeParse(msg.json());
-        if (!parsed.success) return;
-        cluster.applyState(parsed.data);
-        if (parsed.data.state !== "loading") dispatcher.settled(parsed.data.variant);
-        selection.refreshRuntime(cluster);
-        if (parsed.data.state === "inactive" && !(cluster.instances.get(parsed.data.variant)?.size ?? 0)) void dispatcher.rescue(parsed.data.variant, Date.now());
-      },
-    }),
-    bus.nc.subscribe(subjects.workerMetricsAll, {
-      callback: (_err, msg) => {
-        const parsed = workerReportSchema.safeParse(msg.json());
-        if (!parsed.success) return;
-        cluster.applyReport(parsed.data, Date.now());
-        selection.refreshRuntime(cluster);
-      },
-    }),
-  ];
+  const subs = followEvents(bus, views, dispatcher, clock, log);
   await catalog.load();
-  for (const model of catalog.models.keys()) syncModel(model);
-  cluster.seed(await store.listInstances(), await store.listWorkers(), Date.now());
+  for (const model of catalog.models.keys()) syncModel(views, model);
+  cluster.seed(await store.listInstances(), await store.listWorkers(), clock.now());
   selection.refreshRuntime(cluster);
   const ticker = setInterval(() => {
-    const now = Date.now();
+    const now = clock.now();
     for (const worker of cluster.prune(now)) log.warn({ worker }, "worker heartbeat lost");
     for (const report of arrivals.take(now)) bus.nc.publish(subjects.arrivals(report.app), JSON.stringify(report));
   }, 1000);

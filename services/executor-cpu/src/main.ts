@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { hostname, availableParallelism, totalmem } from "node:os";
 import { z } from "zod";
 import { commonEnvSchema, compileOptions } from "@sloserve/contracts";
-import { connectBus, runService } from "@sloserve/bus";
+import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
 import { Worker, onnxBackend } from "@sloserve/executor";
 
@@ -21,7 +21,7 @@ await runService("executor-cpu", process.env, async (log) => {
   const id = options.WORKER_ID ?? `cpu-${hostname().replace(/[^A-Za-z0-9_-]/g, "").slice(0, 20) || "host"}-${randomBytes(3).toString("hex")}`;
   const bus = await connectBus({ servers: options.NATS_URL, name: `executor-cpu ${id}`, log });
   const store = MetadataStore.connect(options.REDIS_URL);
-  const worker = new Worker(bus, store, onnxBackend("cpu", ["cpu"]), { id, threads: options.WORKER_THREADS, memoryBytes: options.WORKER_MEMORY_MB * 1048576 }, log.child({ worker: id }));
+  const worker = new Worker(bus, store, onnxBackend("cpu", ["cpu"]), { id, threads: options.WORKER_THREADS, memoryBytes: options.WORKER_MEMORY_MB * 1048576 }, log.child({ worker: id }), systemClock);
   await worker.start();
   return {
     info: { worker: id, threads: options.WORKER_THREADS, memoryMb: options.WORKER_MEMORY_MB },

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { hostname, totalmem } from "node:os";
 import { z } from "zod";
 import { commonEnvSchema, compileOptions } from "@sloserve/contracts";
-import { connectBus, runService } from "@sloserve/bus";
+import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
 import { Worker, onnxBackend } from "@sloserve/executor";
 import { probeExecutionProvider } from "@sloserve/runtime";
@@ -17,6 +17,11 @@ const envSchema = commonEnvSchema.extend({
   WORKER_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/).optional(),
   /** Variant instances the GPU takes at once. @default 4 */
   WORKER_SLOTS: z.coerce.number().int().min(1).default(4),
+  /**
+   * GPUs this worker offers to the model autoscaler: each GPU variant instance holds one (libs/policy
+   * variant-profile), so this bounds the instances it replicates here. @default 1
+   */
+  ACCELERATORS: z.coerce.number().int().min(1).default(1),
   /** CUDA device. @default 0 */
   GPU_DEVICE_ID: z.coerce.number().int().min(0).default(0),
   WORKER_MEMORY_MB: z.coerce.number().int().min(64).default(Math.floor((totalmem() * 0.8) / 1048576)),
@@ -34,10 +39,10 @@ await runService("executor-gpu", process.env, async (log) => {
   const id = options.WORKER_ID ?? `gpu-${hostname().replace(/[^A-Za-z0-9_-]/g, "").slice(0, 20) || "host"}-${randomBytes(3).toString("hex")}`;
   const bus = await connectBus({ servers: options.NATS_URL, name: `executor-gpu ${id}`, log });
   const store = MetadataStore.connect(options.REDIS_URL);
-  const worker = new Worker(bus, store, onnxBackend("gpu", ["cuda", "cpu"]), { id, threads: options.WORKER_SLOTS, memoryBytes: options.WORKER_MEMORY_MB * 1048576 }, log.child({ worker: id }));
+  const worker = new Worker(bus, store, onnxBackend("gpu", ["cuda", "cpu"]), { id, threads: options.WORKER_SLOTS, memoryBytes: options.WORKER_MEMORY_MB * 1048576, accelerators: options.ACCELERATORS }, log.child({ worker: id }), systemClock);
   await worker.start();
   return {
-    info: { worker: id, slots: options.WORKER_SLOTS, device: options.GPU_DEVICE_ID },
+    info: { worker: id, slots: options.WORKER_SLOTS, accelerators: options.ACCELERATORS, device: options.GPU_DEVICE_ID },
     async stop() {
       await worker.stop();
       await bus.close();

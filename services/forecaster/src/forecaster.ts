@@ -1,13 +1,13 @@
-import type { Redis } from "ioredis";
 import { subjects, type ArrivalsReport } from "@sloserve/contracts";
 import type { Bus, Logger } from "@sloserve/bus";
+import type { MetadataStore } from "@sloserve/store";
 import { maxRatePerUnit, planForecast, type ForecastPlanState } from "@sloserve/policy";
 
 /**
  * The forecaster (MArk §4.2): sums the dispatchers' per-second arrival reports per app, keeps each
  * unit's (1 min) maximum rate over sample windows (5 s), and after every unit publishes the next
- * `horizon` (60) units' forecast on `forecast.<app>`. The unit history lives in Redis, so a restart
- * keeps what it learnt.
+ * `horizon` (60) units' forecast on `forecast.<app>`. The unit history lives in Redis (MetadataStore's
+ * forecast history), so a restart keeps what it learnt.
  */
 
 export interface ForecasterOptions {
@@ -33,8 +33,6 @@ export interface ForecastMessage {
   historyUnits: number;
 }
 
-const historyKey = (app: string): string => `sloserve:forecast:${app}:history`;
-
 export class Forecaster {
   /** app → epoch second → arrivals */
   private readonly seconds = new Map<string, Map<number, number>>();
@@ -42,7 +40,7 @@ export class Forecaster {
 
   constructor(
     private readonly bus: Bus,
-    private readonly redis: Redis,
+    private readonly store: MetadataStore,
     private readonly options: ForecasterOptions,
     private readonly log: Logger,
   ) {}
@@ -66,9 +64,7 @@ export class Forecaster {
       for (let s = firstSecond; s <= lastSecond; s++) counts.push(perApp.get(s) ?? 0);
       for (const s of perApp.keys()) if (s <= lastSecond) perApp.delete(s);
       const observed = maxRatePerUnit(counts, sampleS, unitS)[0] ?? 0;
-      const key = historyKey(app);
-      await this.redis.multi().rpush(key, String(observed)).ltrim(key, -this.options.keep, -1).exec();
-      const history = (await this.redis.lrange(key, 0, -1)).map(Number);
+      const history = await this.store.appendForecastHistory(app, observed, this.options.keep);
       const plan = planForecast(history, { season: this.options.season, horizon: this.options.horizon }, this.states.get(app));
       this.states.set(app, plan.state);
       const message: ForecastMessage = { app, atMs: endMs, unitS, sampleS, method: plan.method, observed, values: plan.values.map((v) => Math.round(v * 1000) / 1000), historyUnits: history.length };

@@ -1,7 +1,7 @@
-import { Redis } from "ioredis";
 import { z } from "zod";
 import { arrivalsReportSchema, commonEnvSchema, compileOptions, subjects } from "@sloserve/contracts";
 import { connectBus, runService } from "@sloserve/bus";
+import { MetadataStore } from "@sloserve/store";
 import { Forecaster } from "./forecaster.js";
 
 /** forecaster: per-app arrival forecasts (MArk §4.2) on `forecast.<app>`, every unit. */
@@ -22,8 +22,8 @@ await runService("forecaster", process.env, async (log) => {
   const options = compileOptions(envSchema, process.env, "forecaster");
   if (options.UNIT_S % options.SAMPLE_S !== 0) throw new Error(`invalid configuration: UNIT_S ${options.UNIT_S} is not a multiple of SAMPLE_S ${options.SAMPLE_S}`);
   const bus = await connectBus({ servers: options.NATS_URL, name: "forecaster", log });
-  const redis = new Redis(options.REDIS_URL, { maxRetriesPerRequest: 2 });
-  const forecaster = new Forecaster(bus, redis, { unitS: options.UNIT_S, sampleS: options.SAMPLE_S, horizon: options.HORIZON, season: options.SEASON, keep: options.KEEP }, log);
+  const store = MetadataStore.connect(options.REDIS_URL);
+  const forecaster = new Forecaster(bus, store, { unitS: options.UNIT_S, sampleS: options.SAMPLE_S, horizon: options.HORIZON, season: options.SEASON, keep: options.KEEP }, log);
   const sub = bus.nc.subscribe(subjects.arrivalsAll, {
     callback: (_err, msg) => {
       const parsed = arrivalsReportSchema.safeParse(msg.json());
@@ -47,7 +47,7 @@ await runService("forecaster", process.env, async (log) => {
       clearTimeout(timer);
       sub.unsubscribe();
       await bus.close();
-      await redis.quit();
+      await store.close();
     },
   };
 });

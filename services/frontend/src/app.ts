@@ -12,6 +12,7 @@ import {
   describeZodError,
   subjects,
   contentTypes,
+  type Clock,
   type ModelRecord,
 } from "@sloserve/contracts";
 import { errorFromReply, makeHeaders, type Bus, type Logger } from "@sloserve/bus";
@@ -38,6 +39,8 @@ export interface FrontendDeps {
   progress: ProfileProgressView;
   log: Logger;
   options: FrontendOptions;
+  /** Where deadlines and timestamps come from (systemClock in the service). */
+  clock: Clock;
 }
 
 function sendError(reply: FastifyReply, err: ServeError): FastifyReply {
@@ -61,7 +64,7 @@ function fromFastifyError(err: FastifyError): ServeError {
 }
 
 export async function buildApp(deps: FrontendDeps) {
-  const { bus, store, catalog, progress, log, options } = deps;
+  const { bus, store, catalog, progress, log, options, clock } = deps;
   const app = Fastify({
     loggerInstance: log,
     disableRequestLogging: true,
@@ -133,7 +136,7 @@ export async function buildApp(deps: FrontendDeps) {
   // ---- Inference ----
   /** Sends a query on the bus and turns the answer (or its error) into the HTTP reply. */
   const ask = async (subject: string, payload: Uint8Array, requestId: string, timeoutMs: number | undefined, extra: Record<string, string | number | undefined>, requested?: string[]) => {
-    const now = Date.now();
+    const now = clock.now();
     const timeout = Math.min(timeoutMs ?? options.defaultTimeoutMs, 600_000);
     let answer;
     try {
@@ -275,7 +278,7 @@ export async function buildApp(deps: FrontendDeps) {
   // ---- Status, dashboard, metrics ----
   app.get("/v1/status", async () => {
     const [models, variants, instances, workers] = await Promise.all([store.listModels(), store.listVariants(), store.listInstances(), store.listWorkers()]);
-    return { atMs: Date.now(), models, variants, instances, workers };
+    return { atMs: clock.now(), models, variants, instances, workers };
   });
   app.get("/dashboard", async (_req, reply) => reply.type("text/html").send(dashboardHtml));
   app.get("/", async (_req, reply) => reply.redirect("/dashboard"));

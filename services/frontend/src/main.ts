@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { commonEnvSchema, compileOptions, subjects } from "@sloserve/contracts";
-import { connectBus, runService } from "@sloserve/bus";
+import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { buildApp } from "./app.js";
 import { ProfileProgressView } from "./progress.js";
@@ -36,6 +36,7 @@ await runService("frontend", process.env, async (log) => {
     catalog,
     progress,
     log,
+    clock: systemClock,
     options: { maxBodyBytes: options.MAX_BODY_BYTES, maxModelBytes: options.MAX_MODEL_BYTES, defaultTimeoutMs: options.DEFAULT_TIMEOUT_MS },
   });
   const address = await app.listen({ port: options.HTTP_PORT, host: options.HTTP_HOST });

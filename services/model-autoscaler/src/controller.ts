@@ -1,64 +1,121 @@
 import { randomUUID } from "node:crypto";
-import { subjects, type ArrivalsReport, type ScaleCommand, type WorkerReport } from "@sloserve/contracts";
+import { arrivalsReportSchema, describeZodError, subjects, workerReportSchema, type ArrivalsReport, type Clock, type ScaleCommand, type WorkerReport } from "@sloserve/contracts";
 import type { Bus, Logger } from "@sloserve/bus";
 import type { Catalog } from "@sloserve/store";
 import {
-  chooseWorker,
-  modelAutoscale,
+  planModelActions,
   toVariantProfile,
   WORKER_STALE_MS,
+  type ModelAction,
+  type ModelActionsConfig,
+  type ModelActionsState,
   type ModelAutoscalerConfig,
-  type ModelAutoscalerState,
-  type ModelScalingDecision,
-  type RunningVariant,
   type VariantProfile,
+  type VariantRuns,
+  type WorkerRuns,
 } from "@sloserve/policy";
 
 /**
- * The stateful shell around the pure model autoscaler (libs/policy/model-autoscaler, INFaaS §4.2):
- * keeps each worker's latest report, the tightest latency SLO per model from the dispatchers'
- * arrival reports, and the policy's state per worker; every second it builds each worker's context,
- * calls the policy, publishes every decision with its reason, and turns decisions into commands.
+ * The stateful shell around the model autoscaler (INFaaS §4.2): keeps each worker's latest report and
+ * the tightest latency SLO per model from the dispatchers' arrival reports. Every tick it turns the
+ * reports into what each worker runs, calls libs/policy `planModelActions` (the rule the simulator
+ * runs too: the autoscaler's decisions, swaps, commands in flight, placement elsewhere, escalation)
+ * and carries out the actions it returns, in order: decisions on `decision.model.<worker>` with their
+ * reasons (a hold only when its reason changes), commands on `scale.model.<worker>`, requests for
+ * workers on `scale.vm`. Time comes from the injected clock.
  */
 
-interface Pending {
-  /** Instances being added (> 0) or removed (< 0) by a command in flight. */
-  delta: number;
-  sinceMs: number;
-  /** Instances of the variant on the worker when the command was sent. */
-  baseline: number;
+export interface ModelAutoscalerControllerOptions {
+  /** The autoscaler's own settings (slack, λ, …). */
+  autoscaler?: Partial<ModelAutoscalerConfig>;
+  /** How decisions are carried out (swap timeout, load window, …). */
+  actions?: Partial<ModelActionsConfig>;
 }
 
 /** How long a model's SLO seen in arrival reports is remembered. */
 const SLO_MEMORY_MS = 60_000;
-/** A command not reflected in the worker's report by then is forgotten. */
-const PENDING_TIMEOUT_MS = 30_000;
+
+/**
+ * What a worker runs, from its report: ready and loading instances and arrivals per variant, and its
+ * free threads, memory and accelerators (a worker that accounts no memory has no limit on it).
+ */
+export function workerRunsFromReport(report: WorkerReport, seenAtMs: number): WorkerRuns {
+  const variants: Record<string, VariantRuns> = {};
+  let busy = 0;
+  for (const v of report.variants) {
+    busy += v.utilisation;
+    const ready = v.state === "loading" || v.state === "unloading" ? 0 : v.instances;
+    const loading = Math.max(v.loading ?? 0, v.state === "loading" ? 1 : 0);
+    variants[v.variant] = { ready, loading, arrivalsQps: v.arrivals };
+  }
+  return {
+    name: report.worker,
+    kind: report.hardware,
+    atMs: report.atMs,
+    seenAtMs,
+    utilisation: busy / Math.max(1, report.threads),
+    free: {
+      threads: Math.max(0, report.threads - report.threadsUsed),
+      memoryBytes: report.memoryBytes > 0 ? Math.max(0, report.memoryBytes - report.memoryUsedBytes) : Infinity,
+      accelerators: Math.max(0, (report.accelerators ?? 0) - (report.acceleratorsUsed ?? 0)),
+    },
+    variants,
+  };
+}
 
 export class ModelAutoscalerController {
   private readonly reports = new Map<string, { report: WorkerReport; seenAtMs: number }>();
   private readonly slo = new Map<string, { ms: number; atMs: number }>();
-  private readonly states = new Map<string, ModelAutoscalerState>();
-  private readonly pending = new Map<string, Pending>();
-  /** Scale-down of a variant to 0 on a worker waits until its replacement is active there. */
+  private state: ModelActionsState | undefined;
+  /** Last hold reason published per worker and model. */
   private readonly lastHold = new Map<string, string>();
 
   constructor(
     private readonly bus: Bus,
     private readonly catalog: Catalog,
     private readonly log: Logger,
-    private readonly config: Partial<ModelAutoscalerConfig> = {},
+    private readonly clock: Clock,
+    private readonly options: ModelAutoscalerControllerOptions = {},
   ) {}
 
-  applyReport(report: WorkerReport, nowMs: number): void {
+  /**
+   * Subscribes to what the controller reads: registry events (into the catalog), worker reports and
+   * the dispatchers' arrival reports. Malformed messages are logged and skipped.
+   */
+  subscribe(): Array<ReturnType<Bus["nc"]["subscribe"]>> {
+    const { nc } = this.bus;
+    const parse = (subject: string, data: () => unknown, apply: (body: unknown) => void): void => {
+      try {
+        apply(data());
+      } catch (err) {
+        this.log.warn({ err, subject }, "ignoring a malformed message");
+      }
+    };
+    return [
+      nc.subscribe(subjects.registryEvents, { callback: (_err, msg) => parse(msg.subject, () => msg.json(), (body) => void this.catalog.applyEvent(msg.subject, body)) }),
+      nc.subscribe(subjects.workerMetricsAll, {
+        callback: (_err, msg) =>
+          parse(msg.subject, () => msg.json(), (body) => {
+            const parsed = workerReportSchema.safeParse(body);
+            if (!parsed.success) throw new Error(describeZodError(parsed.error));
+            this.applyReport(parsed.data);
+          }),
+      }),
+      nc.subscribe(subjects.arrivalsAll, {
+        callback: (_err, msg) =>
+          parse(msg.subject, () => msg.json(), (body) => {
+            const parsed = arrivalsReportSchema.safeParse(body);
+            if (!parsed.success) throw new Error(describeZodError(parsed.error));
+            this.applyArrivals(parsed.data);
+          }),
+      }),
+    ];
+  }
+
+  applyReport(report: WorkerReport): void {
     const prev = this.reports.get(report.worker);
     if (prev && prev.report.atMs > report.atMs) return;
-    this.reports.set(report.worker, { report, seenAtMs: nowMs });
-    for (const [key, p] of this.pending) {
-      const [worker, variant] = key.split("|");
-      if (worker !== report.worker) continue;
-      const now = report.variants.find((v) => v.variant === variant)?.instances ?? 0;
-      if (now !== p.baseline || nowMs - p.sinceMs > PENDING_TIMEOUT_MS) this.pending.delete(key);
-    }
+    this.reports.set(report.worker, { report, seenAtMs: this.clock.now() });
   }
 
   applyArrivals(report: ArrivalsReport): void {
@@ -75,135 +132,69 @@ export class ModelAutoscalerController {
     return out;
   }
 
-  /** One controller tick: the policy for every live worker. Errors on one worker don't stop the others. */
-  async tick(nowMs: number): Promise<ModelScalingDecision[]> {
-    const all: ModelScalingDecision[] = [];
-    const slo = this.sloByModel(nowMs);
-    for (const [id, { report, seenAtMs }] of this.reports) {
-      if (nowMs - seenAtMs > WORKER_STALE_MS) {
-        this.reports.delete(id);
-        this.states.delete(id);
-        continue;
-      }
-      try {
-        const decisions = this.decideFor(report, slo, nowMs);
-        for (const d of decisions) await this.act(d, report, nowMs);
-        all.push(...decisions);
-      } catch (err) {
-        this.log.error({ err, worker: id }, "model autoscaling failed for a worker");
-      }
-    }
-    return all;
-  }
-
-  decideFor(report: WorkerReport, sloMsByModel: Record<string, number>, nowMs: number): ModelScalingDecision[] {
-    const running: RunningVariant[] = [];
-    const models = new Set<string>();
-    // What the worker reports, corrected by the commands still in flight: instances being added count
-    // as loading, instances being removed are gone already (the report may be a second behind).
-    const seen = new Set<string>();
-    for (const v of report.variants) {
-      const record = this.catalog.variants.get(v.variant);
-      const profile = record ? toVariantProfile(record) : undefined;
-      if (!profile) continue; // unprofiled: nothing to reason with
-      seen.add(v.variant);
-      const delta = this.pending.get(`${report.worker}|${v.variant}`)?.delta ?? 0;
-      const reported = v.state === "loading" || v.state === "unloading" ? 0 : v.instances;
-      const instances = Math.max(0, reported + Math.min(0, delta));
-      const loading = (v.state === "loading" ? 1 : 0) + Math.max(0, delta);
-      if (instances + loading > 0) running.push({ variant: profile, instances, loading, loadQps: v.arrivals });
-      models.add(profile.model);
-    }
-    for (const [key, p] of this.pending) {
-      const [worker, variant] = key.split("|");
-      if (worker !== report.worker || seen.has(variant ?? "") || p.delta <= 0) continue;
-      const record = this.catalog.variants.get(variant ?? "");
-      const profile = record ? toVariantProfile(record) : undefined;
-      if (!profile) continue;
-      running.push({ variant: profile, instances: 0, loading: p.delta, loadQps: 0 });
-      models.add(profile.model);
-    }
+  /**
+   * One tick: decide for every live worker, then carry the actions out. A failed action is logged and
+   * the others still run (its command counts as in flight until the worker's reports show it did not happen).
+   */
+  async tick(): Promise<ModelAction[]> {
+    const nowMs = this.clock.now();
+    for (const [id, { seenAtMs }] of this.reports) if (nowMs - seenAtMs > WORKER_STALE_MS) this.reports.delete(id);
     const catalog: VariantProfile[] = [];
-    for (const model of models) {
-      for (const v of this.catalog.variantsByModel.get(model) ?? []) {
-        const p = v.hardware === report.hardware ? toVariantProfile(v) : undefined;
-        if (p) catalog.push(p);
+    for (const v of this.catalog.variants.values()) {
+      const p = toVariantProfile(v);
+      if (p) catalog.push(p); // unprofiled: nothing to reason with
+    }
+    const { actions, state } = planModelActions({
+      nowMs,
+      workers: [...this.reports.values()].map(({ report, seenAtMs }) => workerRunsFromReport(report, seenAtMs)),
+      catalog,
+      sloMsByModel: this.sloByModel(nowMs),
+      autoscaler: this.options.autoscaler ?? {},
+      config: this.options.actions ?? {},
+      state: this.state,
+    });
+    this.state = state;
+    for (const a of actions) {
+      try {
+        await this.act(a, nowMs);
+      } catch (err) {
+        this.log.error({ err, action: a.kind, worker: a.worker, ...(a.kind === "decision" ? { decision: a.decision.action, model: a.decision.model } : { model: a.model, variant: a.variant, count: a.count }) }, "model autoscaler action failed");
       }
     }
-    const result = modelAutoscale({
-      nowMs,
-      worker: { name: report.worker, free: { threads: Math.max(0, report.threads - report.threadsUsed), memoryBytes: Math.max(0, report.memoryBytes - report.memoryUsedBytes) } },
-      running,
-      catalog,
-      sloMsByModel,
-      config: this.config,
-      state: this.states.get(report.worker),
-    });
-    this.states.set(report.worker, result.state);
-    return result.decisions;
+    return actions;
   }
 
-  private async send(worker: string, command: Omit<ScaleCommand, "id" | "atMs">, nowMs: number, baseline: number): Promise<void> {
-    const full: ScaleCommand = { ...command, id: randomUUID(), atMs: nowMs };
-    await this.bus.js.publish(subjects.scaleModel(worker), JSON.stringify(full));
-    const count = command.count ?? (command.action === "unload" ? baseline : 1);
-    this.pending.set(`${worker}|${command.variant}`, { delta: command.action === "unload" ? -count : count, sinceMs: nowMs, baseline });
-  }
-
-  private instancesOn(report: WorkerReport, variant: string): number {
-    return report.variants.find((v) => v.variant === variant)?.instances ?? 0;
-  }
-
-  private async act(d: ModelScalingDecision, report: WorkerReport, nowMs: number): Promise<void> {
-    if (d.action === "hold") {
-      const key = `${d.worker}|${d.model}`;
-      if (this.lastHold.get(key) === d.reason) return; // publish a hold only when its reason changes
-      this.lastHold.set(key, d.reason);
-    } else this.lastHold.delete(`${d.worker}|${d.model}`);
-    await this.bus.js.publish(subjects.decision("model", d.worker), JSON.stringify({ ...d, atMs: nowMs }));
-    if (d.action !== "hold") this.log.info({ decision: d.action, worker: d.worker, model: d.model, variant: "variant" in d ? d.variant : undefined, reason: d.reason }, "model scaling decision");
-    switch (d.action) {
-      case "replicate":
-        await this.send(d.worker, { action: "add", variant: d.variant, count: d.count, reason: d.reason }, nowMs, this.instancesOn(report, d.variant));
-        break;
-      case "upgrade":
-      case "downgrade":
-        // Add the new instances first; the old ones go once the worker reports the new variant
-        // active (the policy sees both and removes the surplus on a later tick).
-        await this.send(d.worker, { action: "add", variant: d.variant, count: d.count, reason: d.reason }, nowMs, this.instancesOn(report, d.variant));
-        for (const r of d.remove) {
-          if (this.instancesOn(report, d.variant) > 0) await this.send(d.worker, { action: "unload", variant: r.variant, count: r.count, reason: d.reason }, nowMs, this.instancesOn(report, r.variant));
-        }
-        break;
-      case "remove":
-        await this.send(d.worker, { action: "unload", variant: d.variant, count: d.count, reason: d.reason }, nowMs, this.instancesOn(report, d.variant));
-        break;
-      case "place-elsewhere": {
-        const record = this.catalog.variants.get(d.variant);
-        const others = [...this.reports.values()]
-          .filter((r) => r.report.worker !== d.worker)
-          .map(({ report: r, seenAtMs }) => ({
-            worker: r.worker,
-            hardware: r.hardware,
-            utilisation: r.variants.reduce((s, v) => s + v.utilisation, 0) / Math.max(1, r.threads),
-            threads: r.threads,
-            threadsUsed: r.threadsUsed,
-            memoryBytes: r.memoryBytes,
-            memoryUsedBytes: r.memoryUsedBytes,
-            variants: [] as string[],
-            seenAtMs,
-          }));
-        const placement = record ? chooseWorker(others, { variant: d.variant, hardware: record.hardware, threads: record.threads, memoryBytes: record.profile?.memoryBytes ?? 0 }, nowMs) : { worker: undefined, reason: "unknown variant" };
-        if (placement.worker) {
-          const target = this.reports.get(placement.worker)?.report;
-          await this.send(placement.worker, { action: "add", variant: d.variant, count: d.count, reason: `${d.reason}; placed on ${placement.worker}: ${placement.reason}` }, nowMs, target ? this.instancesOn(target, d.variant) : 0);
-        } else {
-          const request = { action: "add", hardware: record?.hardware ?? report.hardware, variant: d.variant, count: d.count, reason: `${d.reason}; no other worker can take it (${placement.reason})`, atMs: nowMs };
-          await this.bus.js.publish(subjects.scaleVm, JSON.stringify(request));
-          await this.bus.js.publish(subjects.decision("model", d.worker), JSON.stringify({ ...request, action: "escalate" }));
-          this.log.info(request, "asked the VM autoscaler for a worker");
-        }
-        break;
+  private async act(a: ModelAction, nowMs: number): Promise<void> {
+    switch (a.kind) {
+      case "decision": {
+        const d = a.decision;
+        const key = `${d.worker}|${d.model}`;
+        if (d.action === "hold") {
+          if (this.lastHold.get(key) === d.reason) return; // publish a hold only when its reason changes
+          this.lastHold.set(key, d.reason);
+        } else this.lastHold.delete(key);
+        await this.bus.js.publish(subjects.decision("model", d.worker), JSON.stringify({ ...d, atMs: nowMs }));
+        if (d.action !== "hold") this.log.info({ decision: d.action, worker: d.worker, model: d.model, variant: d.variant, count: d.count, reason: d.reason }, "model scaling decision");
+        return;
+      }
+      case "add":
+      case "unload": {
+        const command: ScaleCommand = { id: randomUUID(), action: a.kind, variant: a.variant, count: a.count, reason: a.reason, atMs: nowMs };
+        await this.bus.js.publish(subjects.scaleModel(a.worker), JSON.stringify(command));
+        return;
+      }
+      case "escalate": {
+        const request = { action: "add", hardware: a.hardware, variant: a.variant, count: a.count, reason: a.reason, atMs: nowMs };
+        await this.bus.js.publish(subjects.scaleVm, JSON.stringify(request));
+        await this.bus.js.publish(subjects.decision("model", a.worker), JSON.stringify({ ...request, action: "escalate", worker: a.worker, model: a.model }));
+        this.log.info({ ...request, worker: a.worker, model: a.model }, "asked the VM autoscaler for a worker");
+        return;
+      }
+      case "abandon": {
+        const event = { action: "abandon", worker: a.worker, model: a.model, variant: a.variant, count: a.count, reason: a.reason, atMs: nowMs };
+        await this.bus.js.publish(subjects.decision("model", a.worker), JSON.stringify(event));
+        this.log.warn(event, "swap abandoned");
+        return;
       }
     }
   }

@@ -1,13 +1,14 @@
 import { z } from "zod";
-import { arrivalsReportSchema, commonEnvSchema, compileOptions, subjects, workerReportSchema } from "@sloserve/contracts";
-import { connectBus, runService } from "@sloserve/bus";
+import { commonEnvSchema, compileOptions } from "@sloserve/contracts";
+import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { ModelAutoscalerController } from "./controller.js";
 
 /**
  * model-autoscaler: every second, per worker, INFaaS's model-level autoscaling (replicate, upgrade,
- * downgrade, remove, place elsewhere, escalate to the VM autoscaler). Decisions go out on
- * `decision.model.<worker>` with their reasons; commands on `scale.model.<worker>`.
+ * downgrade, remove, place elsewhere, escalate to the VM autoscaler), carried out by the rule the
+ * simulator runs (libs/policy model-actions). Decisions go out on `decision.model.<worker>` with their
+ * reasons; commands on `scale.model.<worker>`.
  */
 const envSchema = commonEnvSchema.extend({
   TICK_MS: z.coerce.number().int().positive().default(1000),
@@ -17,33 +18,12 @@ const envSchema = commonEnvSchema.extend({
 
 await runService("model-autoscaler", process.env, async (log) => {
   const options = compileOptions(envSchema, process.env, "model-autoscaler");
+  const clock = systemClock;
   const bus = await connectBus({ servers: options.NATS_URL, name: "model-autoscaler", log });
   const store = MetadataStore.connect(options.REDIS_URL);
   const catalog = new Catalog(store);
-  const controller = new ModelAutoscalerController(bus, catalog, log, { slack: options.SLACK });
-  const subs = [
-    bus.nc.subscribe(subjects.registryEvents, {
-      callback: (_err, msg) => {
-        try {
-          catalog.applyEvent(msg.subject, msg.json());
-        } catch (err) {
-          log.warn({ err, subject: msg.subject }, "ignoring malformed registry event");
-        }
-      },
-    }),
-    bus.nc.subscribe(subjects.workerMetricsAll, {
-      callback: (_err, msg) => {
-        const parsed = workerReportSchema.safeParse(msg.json());
-        if (parsed.success) controller.applyReport(parsed.data, Date.now());
-      },
-    }),
-    bus.nc.subscribe(subjects.arrivalsAll, {
-      callback: (_err, msg) => {
-        const parsed = arrivalsReportSchema.safeParse(msg.json());
-        if (parsed.success) controller.applyArrivals(parsed.data);
-      },
-    }),
-  ];
+  const controller = new ModelAutoscalerController(bus, catalog, log, clock, { autoscaler: { slack: options.SLACK } });
+  const subs = controller.subscribe();
   await catalog.load();
   let ticking = false;
   const timer = setInterval(() => {
@@ -51,8 +31,8 @@ await runService("model-autoscaler", process.env, async (log) => {
     ticking = true;
     const started = performance.now();
     void controller
-      .tick(Date.now())
-      .catch((err) => log.error({ err }, "tick failed"))
+      .tick()
+      .catch((err: unknown) => log.error({ err }, "tick failed"))
       .finally(() => {
         ticking = false;
         const ms = performance.now() - started;

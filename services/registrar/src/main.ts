@@ -13,7 +13,7 @@ import {
 import { connectBus, replyError, runService } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
 import { registerModel, unregisterModel } from "./register.js";
-import { quantizeWeightsInt8 } from "@sloserve/zoo";
+import { quantizeWeightsInt8 } from "@sloserve/onnx";
 
 /**
  * registrar: registers models (`registry.request.register`) and removes them
@@ -50,7 +50,7 @@ await runService("registrar", process.env, async (log) => {
     cpuThreads: options.VARIANT_CPU_THREADS,
     profile: options.PROFILE_ON_REGISTER,
     log,
-    // Weight-only int8 rewrite of Gemm/MatMul weights (libs/zoo); models without such weights get no int8 variant.
+    // Weight-only int8 rewrite of Gemm/MatMul weights (libs/onnx); models without such weights get no int8 variant.
     quantize: async (bytes: Uint8Array) => {
       const result = quantizeWeightsInt8(bytes);
       return result.weights.length > 0 ? result.model : undefined;
@@ -93,7 +93,7 @@ await runService("registrar", process.env, async (log) => {
       void (async () => {
         try {
           const body = z.object({ model: z.string() }).parse(msg.json());
-          const model = await unregisterModel(bus, store, body.model);
+          const model = await unregisterModel(bus, store, body.model, log);
           log.info({ model: model.name }, "model unregistered");
           msg.respond(encode({ model }));
         } catch (e) {

@@ -112,7 +112,10 @@ export async function registerModel(bus: Bus, store: MetadataStore, request: Reg
     }) : undefined;
     if (int8) {
       // Only keep the rewrite if onnxruntime loads it with the same signature.
-      const s = await inspectModel(int8).catch(() => undefined);
+      const s = await inspectModel(int8).catch((err: unknown) => {
+        options.log.info({ model: name, err }, "the int8 rewrite does not load in onnxruntime: no int8 variant");
+        return undefined;
+      });
       if (s && JSON.stringify(s) === JSON.stringify(signature)) {
         int8Object = `model/${name}.int8.onnx`;
         await bus.models.putBlob({ name: int8Object }, int8);
@@ -153,18 +156,21 @@ export async function registerModel(bus: Bus, store: MetadataStore, request: Reg
     }
     return { model, variants, profileJobs };
   } finally {
-    await bus.models.delete(request.upload).catch(() => undefined);
-    if (request.validationUpload) await bus.models.delete(request.validationUpload).catch(() => undefined);
+    // The uploads are scratch copies: a failed delete leaves garbage in the bucket, not a wrong model.
+    const leftover = (object: string) => (err: unknown): void => options.log.warn({ err, object }, "could not delete an uploaded object");
+    await bus.models.delete(request.upload).catch(leftover(request.upload));
+    if (request.validationUpload) await bus.models.delete(request.validationUpload).catch(leftover(request.validationUpload));
   }
 }
 
-export async function unregisterModel(bus: Bus, store: MetadataStore, modelName: string): Promise<ModelRecord> {
+export async function unregisterModel(bus: Bus, store: MetadataStore, modelName: string, log: Logger): Promise<ModelRecord> {
   const name = checkName("model", modelName);
   const variants = await store.listVariants(name);
   const model = await store.deleteModel(name);
   if (!model) throw new ServeError(ErrorCode.unknownModel, `no model named '${name}'`);
   await bus.js.publish(subjects.modelUnregistered(name), JSON.stringify({ model }));
   const objects = new Set([model.object, ...variants.map((v) => v.object), ...(model.validationObject ? [model.validationObject] : [])]);
-  for (const o of objects) await bus.models.delete(o).catch(() => undefined);
+  // The model is unregistered once its metadata is gone; an object left behind is logged, not fatal.
+  for (const o of objects) await bus.models.delete(o).catch((err: unknown) => log.warn({ err, model: name, object: o }, "could not delete a model object"));
   return model;
 }

@@ -21,16 +21,21 @@
  * Prices: a K80 replica is a p2.xlarge ($0.90/h); a CPU replica is one vCPU of a c5.xlarge ($0.17/h ÷ 4),
  * InferLine's per-CPU cost model (§6).
  *
- * Live serving: the Estimator runs the live trace with a replica schedule produced by a tuner that sees
- * only arrivals (InferLine's Tuner and the AutoScale baseline both react to the arrival process, not to
- * latencies), ticking every second. Scale-ups take effect after a 5 s replica activation (InferLine §5)
- * and are billed from the decision; scale-downs are immediate.
+ * Live serving ({@link serveLive}): the planners and tuners choose with the Estimator, but every
+ * system is judged on the engine (libs/sim engine.ts through systems/inferline.ts, the same serving
+ * model, checked against the Estimator by test/estimator-vs-engine.test.ts), serving the live trace
+ * with a controller that sees only arrivals (InferLine's Tuner and the AutoScale baseline both react
+ * to the arrival process, not to latencies), ticking every second. Scale-ups take effect after a 5 s
+ * replica activation (InferLine §5) and are billed from the decision; scale-downs are immediate (a
+ * busy replica finishes its batch, unbilled). Attainment, P99 and cost are the engine's.
  */
 import {
-  autoScaleStep, configCostPerHour, createRng, estimate, initialTunerState, missRate, pricePerSecond, sampleRoutes,
-  tunerStep, type AutoScalePlan, type AutoScaleState, type HardwareProfile, type Pipeline, type PipelineConfig,
-  type ProfileSet, type ReplicaChange, type TunerOptions, type TunerPlan, type TunerState,
+  autoScaleStep, createRng, initialTunerState, pricePerSecond, sampleRoutes, tunerStep, type AutoScalePlan,
+  type AutoScaleState, type HardwareProfile, type Pipeline, type PipelineConfig, type ProfileSet, type TunerOptions,
+  type TunerPlan, type TunerState,
 } from "@sloserve/policy";
+import { Simulator } from "../engine.js";
+import { installPipeline } from "../systems/inferline.js";
 import { ScheduledArrivals, arrivalTimes, type RateSchedule } from "../workload.js";
 
 const K80_PER_HOUR = pricePerSecond("p2.xlarge") * 3600;
@@ -116,6 +121,8 @@ type Controller =
   | { kind: "autoscale"; plan: AutoScalePlan; units: number };
 
 const ACTIVATION_MS = 5_000;
+/** Queries still queued when the trace ends are served for up to this long (then count as misses). */
+const DRAIN_MS = 30 * 60_000;
 
 /** Index of the first arrival ≥ t (binary search). */
 function lowerBound(a: Float64Array, t: number): number {
@@ -129,65 +136,59 @@ function lowerBound(a: Float64Array, t: number): number {
   return lo;
 }
 
-/** Serve a live trace from `config`, with a controller ticking every second; cost and SLO outcome. */
+/**
+ * Serve a live trace from `config` on the engine (systems/inferline.ts), with a controller ticking
+ * every second; cost (replicas billed by the engine from the scaling decision to their removal) and
+ * SLO outcome as the engine measured them.
+ */
 export function serveLive(pipeline: Pipeline, profiles: ProfileSet, config: PipelineConfig, trace: Trace, sloMs: number, controller: Controller): LiveOutcome {
-  const schedule: ReplicaChange[] = [];
-  const billed: Array<{ atMs: number; counts: Record<string, number> }> = [];
-  const counts: Record<string, number> = Object.fromEntries(pipeline.models.map((m) => [m, config[m]!.replicas]));
-  billed.push({ atMs: 0, counts: { ...counts } });
+  const seconds = Math.ceil(trace.durationMs / 1000);
+  const missesPerSecond = new Array<number>(seconds).fill(0);
+  const sim = new Simulator({ seed: 1, durationMs: trace.durationMs, drainMs: DRAIN_MS });
+  const system = installPipeline(sim, {
+    pipeline, profiles, config, arrivalsMs: trace.arrivalsMs, routes: trace.routes, sloMs,
+    onComplete: (q, latencyMs) => {
+      if (latencyMs > sloMs) missesPerSecond[Math.min(seconds - 1, Math.floor(q.arrivalMs / 1000))]!++;
+    },
+  });
   let tuner: TunerState | undefined = controller.kind === "tuner" ? initialTunerState(controller.plan) : undefined;
   let auto: AutoScaleState | undefined = controller.kind === "autoscale" ? { units: controller.units, lowerSinceMs: null } : undefined;
   let changes = 0;
-  const apply = (nowMs: number, next: Record<string, number>): void => {
+  const apply = (next: Record<string, number>): void => {
     let any = false;
     for (const m of pipeline.models) {
       const want = next[m]!;
-      if (want === counts[m]) continue;
+      if (want === system.replicas(m)) continue;
       any = true;
-      schedule.push({ atMs: want > counts[m]! ? nowMs + ACTIVATION_MS : nowMs, model: m, replicas: want });
-      counts[m] = want;
+      system.setReplicas(m, want, ACTIVATION_MS);
     }
-    if (any) {
-      changes++;
-      billed.push({ atMs: nowMs, counts: { ...counts } });
-    }
+    if (any) changes++;
   };
   if (controller.kind !== "none") {
-    for (let now = 1000; now < trace.durationMs; now += 1000) {
+    // The controllers see only arrivals (InferLine's Tuner and AutoScale react to the arrival process).
+    sim.every(1000, (now) => {
+      if (now >= trace.durationMs) return;
       const from = lowerBound(trace.arrivalsMs, now - 60_000);
       const to = lowerBound(trace.arrivalsMs, now);
       const recent = trace.arrivalsMs.subarray(from, to);
       if (controller.kind === "tuner") {
         const d = tunerStep({ nowMs: now, recentArrivalsMs: recent, plan: controller.plan, state: tuner! }, controller.options);
         tuner = d.state;
-        if (d.changed) apply(now, d.state.replicas);
+        if (d.changed) apply(d.state.replicas);
       } else {
         const d = autoScaleStep({ nowMs: now, recentArrivalsMs: recent, plan: controller.plan, state: auto! });
         auto = d.state;
-        if (d.changed) apply(now, Object.fromEntries(pipeline.models.map((m) => [m, d.state.units])));
+        if (d.changed) apply(Object.fromEntries(pipeline.models.map((m) => [m, d.state.units])));
       }
-    }
+    });
   }
-  // The schedule must be sorted by time (activations land 5 s after their decision).
-  schedule.sort((a, b) => a.atMs - b.atMs);
-  const r = estimate({ pipeline, profiles, config, arrivalsMs: trace.arrivalsMs, routes: trace.routes, replicaSchedule: schedule });
-  let cost = 0;
-  billed.forEach((b, i) => {
-    const end = i + 1 < billed.length ? billed[i + 1]!.atMs : trace.durationMs;
-    const perHour = configCostPerHour(profiles, Object.fromEntries(pipeline.models.map((m) => [m, { ...config[m]!, replicas: b.counts[m]! }])));
-    cost += (perHour * (end - b.atMs)) / 3_600_000;
-  });
-  const seconds = Math.ceil(trace.durationMs / 1000);
+  // Queries still unfinished after the drain (none in these scenarios) count as misses in the
+  // attainment, not in missesPerSecond.
+  const r = sim.run();
   const replicasPerSecond = new Array<number>(seconds).fill(0);
-  let bi = 0;
-  for (let s = 0; s < seconds; s++) {
-    while (bi + 1 < billed.length && billed[bi + 1]!.atMs <= s * 1000) bi++;
-    replicasPerSecond[s] = Object.values(billed[bi]!.counts).reduce((a, b) => a + b, 0);
+  for (const smp of r.samples) {
+    const s = Math.round(smp.tMs / 1000);
+    if (s < seconds) replicasPerSecond[s] = Object.values(smp.replicasByQueue).reduce((a, b) => a + b, 0);
   }
-  const missesPerSecond = new Array<number>(seconds).fill(0);
-  for (let q = 0; q < trace.arrivalsMs.length; q++) {
-    const l = r.latenciesMs[q]!;
-    if (Number.isNaN(l) || l > sloMs) missesPerSecond[Math.min(seconds - 1, Math.floor(trace.arrivalsMs[q]! / 1000))]!++;
-  }
-  return { costDollars: cost, sloAttainment: 1 - missRate(r.latenciesMs, sloMs), p99Ms: r.p99Ms, replicasPerSecond, missesPerSecond, changes };
+  return { costDollars: r.costDollars, sloAttainment: r.sloAttainment, p99Ms: r.latencyMs.p99, replicasPerSecond, missesPerSecond, changes };
 }

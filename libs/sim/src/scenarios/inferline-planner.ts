@@ -5,8 +5,8 @@
  *
  * For each workload a planning trace and a separate live trace with the same rate and CV are drawn
  * (InferLine §6: "separate traces with the same performance characteristics for profiling and
- * evaluation"); every system is planned on the first and measured on the second by the Estimator,
- * without tuning. CV follows the paper's definition (§2.1: CV = σ²/μ² of the inter-arrival gaps), so
+ * evaluation"); every system is planned on the first (the Planner with the Estimator) and measured on
+ * the second by the engine (inferline-common.ts serveLive), without tuning. CV follows the paper's definition (§2.1: CV = σ²/μ² of the inter-arrival gaps), so
  * its "CV 4" traces have σ/μ = 2; the generator (workload.ts) takes σ/μ and gets √CV.
  */
 import { configCostPerHour, planCoarseGrained, planPipeline, type Pipeline } from "@sloserve/policy";

@@ -1,8 +1,8 @@
 /**
  * MArk and its baselines on the simulator (MArk §4-5), shared by the mark-twitter, mark-mmpp and
  * combined scenarios. A run serves one or more models ("lanes"); each query is sent to a lane by a
- * selector (one lane for the model-specific systems, INFaaS-style model-less selection for `infaas`
- * and `combined`).
+ * selector (one lane for the model-specific systems; for `combined`, the model that INFaaS's
+ * selection index picks, see combined.ts). INFaaS itself is systems/infaas.ts, not a system here.
  *
  * MArk (`mark-ondemand`, `mark-spot`, and the provisioning of `combined`), per lane:
  * - one request queue served by every instance of the lane (heterogeneous types, each with its
@@ -25,26 +25,21 @@
  * one queue, scaled by baselines-sagemaker.ts (target tracking on invocations per instance with 2×
  * over-provisioning), no overflow, SLO-oblivious.
  *
- * `infaas`: INFaaS's VM-level autoscaler (vm-autoscaler.ts, every 2 s) per lane, adding the lane's most
- * cost-efficient instance type when every running instance is above 80% utilisation and removing idle
- * ones; no forecast and no overflow; queries that can no longer meet their deadline are answered with
- * a timeout error (dropped), as INFaaS executors do.
- *
  * Costs are billed by the engine: EC2 per second with a 60 s minimum from the launch request (start-up
  * included), Lambda per request and GB-second.
  */
 import {
   createRng, decideOverflow, fitHoltWinters, holtWinters, initialProvisioningState, initialSloMonitorState,
   initialTargetTrackingState, interpolateBatchLatency, maxRatePerUnit, observeRequests, planProvisioning,
-  pricePerSecond, sampleExponential, samplePoisson, sloMonitorTick, targetTracking, tuneBatching, vmAutoscale,
+  pricePerSecond, sampleExponential, samplePoisson, sloMonitorTick, targetTracking, tuneBatching,
   type BatchTuning, type Forecaster, type InstanceTypeSpec, type ProvisioningState, type SloMonitorState,
-  type TargetTrackingState, type VmAutoscalerState,
+  type TargetTrackingState,
 } from "@sloserve/policy";
 import { Simulator, drop, type Machine, type Query, type Queue, type SimResult } from "../engine.js";
 import { MARK_BATCHING, MARK_CAPACITIES, MARK_TABLE2 } from "../hardware.js";
-import { ScheduledArrivals, type RateSchedule } from "../workload.js";
+import { traceArrivals, type RateSchedule } from "../workload.js";
 
-export type MarkSystem = "sagemaker-2x" | "mark-ondemand" | "mark-spot" | "infaas" | "combined";
+export type MarkSystem = "sagemaker-2x" | "mark-ondemand" | "mark-spot" | "combined";
 
 /** One instance type serving the model: its latency curve and largest batch. */
 export interface MarkInstanceProfile {
@@ -122,7 +117,8 @@ export interface MarkRunInput {
 }
 
 export interface MarkRunResult {
-  system: MarkSystem;
+  /** The system's name in the report (runMark's MarkSystem, or another system reported alike). */
+  system: string;
   sim: SimResult;
   ec2Dollars: number;
   lambdaDollars: number;
@@ -161,7 +157,6 @@ interface Lane {
   prov: ProvisioningState;
   monitor: SloMonitorState;
   tt: TargetTrackingState;
-  vm: VmAutoscalerState;
   completed: number;
   missed: number;
   queries: number;
@@ -175,6 +170,17 @@ export function historyFromRates(perMinuteQps: readonly number[], seed: number):
   return maxRatePerUnit(perSecond);
 }
 
+/**
+ * The measured window's queries, the same for every system of a scenario: one stream replaying `rates`
+ * (workload.ts `traceArrivals`: a Poisson process within each bin at the bin's rate, from the stream's
+ * seeded generator), and `init` drawing each query's requirements from a generator seeded by `seed`.
+ */
+export function addMarkStream(sim: Simulator, o: { app: string; sloMs: number; rates: RateSchedule; seed: number; init?: MarkRunInput["init"] }): void {
+  const init = o.init;
+  const rng = createRng(o.seed ^ 0x2545f491);
+  sim.addStream({ app: o.app, sloMs: o.sloMs, process: traceArrivals(o.rates), ...(init ? { init: (q: Query) => init(q, rng) } : {}) });
+}
+
 /** The lane's cheapest type per unit of capacity that can serve the model. */
 function mostEfficient(lane: Lane): InstanceTypeSpec {
   return [...lane.types].filter((t) => t.meetsSlo !== false).sort((a, b) => a.pricePerHour / a.capacityQps - b.pricePerHour / b.capacityQps)[0]!;
@@ -186,15 +192,10 @@ export function runMark(input: MarkRunInput): MarkRunResult {
   const sim = new Simulator({ seed: input.seed, durationMs, drainMs: 30_000 });
   const rng = createRng(input.seed ^ 0x5f3759df);
   const sagemaker = system === "sagemaker-2x";
-  const infaas = system === "infaas";
   const spot = system === "mark-spot";
   const market = spot ? "spot" : "on-demand";
   const first = input.models[0]!;
-  const selectRng = createRng(input.seed ^ 0x2545f491);
-  sim.addStream({
-    app: first.name, sloMs: first.sloMs, process: new ScheduledArrivals(input.rates, 1),
-    ...(input.init ? { init: (q: Query) => input.init!(q, selectRng) } : {}),
-  });
+  addMarkStream(sim, { app: first.name, sloMs: first.sloMs, rates: input.rates, seed: input.seed, ...(input.init ? { init: input.init } : {}) });
 
   const lanes: Lane[] = input.models.map((model, i) => {
     const batching: Record<string, BatchTuning> = {};
@@ -212,7 +213,7 @@ export function runMark(input: MarkRunInput): MarkRunResult {
       queue: sim.addQueue({ name: model.name, shedLate: !sagemaker }),
       lambda: sim.addFunctionPool({ name: `lambda-${model.name}`, latencyMs: model.lambdaMs, coldStartMs: LAMBDA_COLD_START_MS, memoryGb: 3, keepAliveMs: 45 * 60_000 }),
       fleet: [], perSecond: [], forecastFor: new Map(), prov: initialProvisioningState, monitor: initialSloMonitorState,
-      tt: initialTargetTrackingState, vm: { idleSinceMs: {} }, completed: 0, missed: 0, queries: 0,
+      tt: initialTargetTrackingState, completed: 0, missed: 0, queries: 0,
     };
   });
 
@@ -243,7 +244,7 @@ export function runMark(input: MarkRunInput): MarkRunResult {
       const s = Math.floor(q.arrivalMs / 1000);
       while (lane.perSecond.length <= s) lane.perSecond.push(0);
       lane.perSecond[s]!++;
-      if (sagemaker || infaas) return lane.queue;
+      if (sagemaker) return lane.queue;
       const b = localBatching(lane.queue);
       const d = decideOverflow({ queueAhead: lane.queue.length, serviceRateQps: lane.queue.capacityQps(), wbatchMs: b.wbatchMs, batchLatencyMs: b.batchLatencyMs, remainingBudgetMs: q.sloMs });
       if (d.action === "local") return lane.queue;
@@ -252,7 +253,6 @@ export function runMark(input: MarkRunInput): MarkRunResult {
     }
     const lane = q.data as Lane;
     if (cause === "late") {
-      if (infaas) return drop("deadline cannot be met");
       toLambda++;
       return lane.lambda;
     }
@@ -301,9 +301,6 @@ export function runMark(input: MarkRunInput): MarkRunResult {
     if (sagemaker) {
       const cap = lane.batching["c5.large"]!.throughputQps;
       for (let i = 0; i < Math.max(1, Math.ceil(qps / (cap / 2))); i++) launch(lane, "c5.large", 0);
-    } else if (infaas) {
-      const t = mostEfficient(lane);
-      for (let i = 0; i < Math.max(1, Math.ceil(qps / (0.8 * t.capacityQps))); i++) launch(lane, t.name, 0);
     } else {
       applyPlan(lane, lane.forecaster.forecast(lane.history, 60).map((x, i) => (i === 0 ? Math.max(x, qps) : x)), 1, 0);
     }
@@ -331,7 +328,7 @@ export function runMark(input: MarkRunInput): MarkRunResult {
         for (let i = running.length; i < d.desired; i++) launch(lane, "c5.large", EC2_BOOT_MS);
         // Scale-in removes the instances that were launched last.
         for (let i = 0; i < running.length - d.desired; i++) sim.terminateMachine(running[running.length - 1 - i]!.machine);
-      } else if (!infaas) {
+      } else {
         const fc = lane.forecaster.forecast(lane.history, 60);
         lane.forecastFor.set(minute + 5, fc[4] ?? NaN); // made at the end of `minute`: fc[0] is minute + 1
         applyPlan(lane, fc, 5);
@@ -340,33 +337,7 @@ export function runMark(input: MarkRunInput): MarkRunResult {
     perMinute.push(row);
   });
 
-  if (infaas) {
-    sim.every(2_000, (nowMs) => {
-      for (const lane of lanes) {
-        const t = mostEfficient(lane);
-        const workers = alive(lane).map((f) => {
-          const busy = f.machine.busyMsAt(nowMs);
-          const utilization = Math.min(1, (busy - f.lastBusyMs) / 2_000);
-          f.lastBusyMs = busy;
-          return {
-            name: String(f.machine.id), kind: lane.model.name, booting: f.machine.state === "booting", utilization,
-            interfered: false, overloaded: false, serving: utilization > 0.05, capacityQps: f.capacityQps, lastHeartbeatMs: nowMs, variants: [f.type],
-          };
-        });
-        const d = vmAutoscale({ nowMs, workers, loadQpsByKind: { [lane.model.name]: lane.queue.rateQps(nowMs, 10_000) }, state: lane.vm, config: { minWorkersPerKind: 1 } });
-        lane.vm = d.state;
-        for (const x of d.decisions) {
-          if (x.action === "add") for (let i = 0; i < x.count; i++) launch(lane, t.name, EC2_BOOT_MS);
-          if (x.action === "remove") {
-            const f = alive(lane).find((w) => String(w.machine.id) === x.worker);
-            if (f) sim.terminateMachine(f.machine);
-          }
-        }
-      }
-    });
-  }
-
-  if (!sagemaker && !infaas) {
+  if (!sagemaker) {
     sim.every(10_000, () => {
       for (const lane of lanes) {
         lane.monitor = observeRequests(lane.monitor, lane.completed, lane.missed);

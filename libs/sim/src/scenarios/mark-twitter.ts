@@ -1,17 +1,21 @@
 /**
- * Scenario `mark-twitter` (MArk §5.2, Table 5): Inception-v3 under a Twitter-like load, MArk with
+ * Scenario `mark-twitter` (MArk §5.2, Table 5): Inception-v3 under the Twitter trace, MArk with
  * on-demand instances and with spot instances against the SageMaker-style baseline.
  *
- * Load: with `options.trace` (per-second rates, e.g. the Twitter 2021 trace in traces/), per-minute
- * means with gap minutes (zeros) filled by the previous minute, mapped linearly so that the 1st
- * percentile becomes peak/4 and the 99th percentile the peak ("peak ≈ 4× valley", MArk §5.1; spikes
- * above the 99th percentile go past the peak). Without a trace, a deterministic Twitter-like default:
- * a diurnal curve (valley at 04:00, peak at 16:00, peak = 4× valley), a 3-hour ripple, day-to-day
- * variation and seeded flash-crowd spikes. Three days before the window are the forecaster's history;
- * the window starts at 06:00 of the fourth day (the morning ramp).
+ * Load: the trace in `options.trace` — by default the bundled Twitter 2021-08 trace
+ * (libs/sim/data/twitter_2021-08_per_minute.csv, which the CLI reads; `--trace FILE` replaces it):
+ * per-minute mean rates with gap minutes filled by the previous minute, mapped linearly so that the
+ * 1st percentile becomes peak/4 and the 99th percentile the peak ("peak ≈ 4× valley", MArk §5.1;
+ * spikes above the 99th percentile go past the peak) ({@link scaleTwitterTrace}); within each minute,
+ * arrivals are a seeded Poisson process at the minute's scaled rate (workload.ts `traceArrivals`).
+ * Without a trace (tests, or a trace too short), a deterministic Twitter-like stand-in: a diurnal curve
+ * (valley at 04:00, peak at 16:00, peak = 4× valley), a 3-hour ripple, day-to-day variation and seeded
+ * flash-crowd spikes. Three days before the window are the forecaster's history; the window starts at
+ * 06:00 of the fourth day (the morning ramp).
  */
-import { createRng } from "@sloserve/policy";
+import { createRng, lowerQuantileSorted, median } from "@sloserve/policy";
 import type { Scenario, ScenarioOptions, ScenarioResult } from "../scenario.js";
+import { minuteRates } from "../trace.js";
 import type { RateSchedule } from "../workload.js";
 import { markResult } from "./mark-report.js";
 import { historyFromRates, inceptionV3, runMark, type MarkSystem } from "./mark-system.js";
@@ -47,18 +51,23 @@ export function twitterLikeMinutes(days: number, peakQps: number, seed: number):
   return out;
 }
 
-/** Per-second rates → per-minute means, gaps (zero minutes) filled, mapped p1 → peak/4, p99 → peak. */
-export function scaleTwitterTrace(perSecond: readonly number[], peakQps: number): number[] {
-  const minutes: number[] = [];
-  for (let m = 0; (m + 1) * 60 <= perSecond.length; m++) {
-    let s = 0;
-    for (let i = m * 60; i < (m + 1) * 60; i++) s += perSecond[i] ?? 0;
-    minutes.push(s / 60);
-  }
-  for (let i = 0; i < minutes.length; i++) if (minutes[i] === 0) minutes[i] = i > 0 ? minutes[i - 1]! : 0;
+/** A minute below this share of the trace's median rate is a gap (the partial minute at a gap's edge). */
+const GAP_SHARE_OF_MEDIAN = 0.05;
+
+/**
+ * Per-minute mean rates of a trace → the scenario's per-minute rates: gap minutes (zero, or below 5%
+ * of the median: the partial minutes at the edge of the Twitter trace's daily gap) take the previous
+ * minute's rate; then mapped linearly p1 → peak/4, p99 → peak, with a floor at peak/8.
+ */
+export function scaleTwitterTrace(perMinuteQps: readonly number[], peakQps: number): number[] {
+  const positive = perMinuteQps.filter((x) => x > 0);
+  const gapBelow = positive.length > 0 ? GAP_SHARE_OF_MEDIAN * median(positive) : 0;
+  const minutes = [...perMinuteQps];
+  for (let i = 0; i < minutes.length; i++) if (!(minutes[i]! > gapBelow)) minutes[i] = i > 0 ? minutes[i - 1]! : 0;
   const sorted = minutes.filter((x) => x > 0).sort((a, b) => a - b);
-  const p1 = sorted[Math.floor(0.01 * (sorted.length - 1))] ?? 0;
-  const p99 = sorted[Math.floor(0.99 * (sorted.length - 1))] ?? 1;
+  // Index ⌊q·(n − 1)⌋ (the "lower" convention), not nearest rank: the scenario is defined with it.
+  const p1 = sorted.length > 0 ? lowerQuantileSorted(sorted, 0.01) : 0;
+  const p99 = sorted.length > 0 ? lowerQuantileSorted(sorted, 0.99) : 1;
   const a = (peakQps - peakQps / 4) / Math.max(1e-9, p99 - p1);
   return minutes.map((x) => Math.max(peakQps / 8, peakQps / 4 + a * (x - p1)));
 }
@@ -73,14 +82,16 @@ export interface MarkWorkload {
   source: string;
 }
 
-/** The Twitter-like (or given) load: 3 days of history, then `minutes` from 06:00 of day 4. */
+/** The Twitter trace (or the Twitter-like stand-in without one): 3 days of history, then `minutes` from 06:00 of day 4. */
 export function twitterWorkload(options: ScenarioOptions, peakQps: number, minutes: number): MarkWorkload {
   const need = HISTORY_DAYS * DAY + START_MINUTE + minutes;
   let perMinute: number[];
   let source: string;
-  if (options.trace && options.trace.length >= need * 60) {
-    perMinute = scaleTwitterTrace(options.trace, peakQps);
-    source = `trace ${options.tracePath ?? "(given)"} scaled p1 → ${peakQps / 4} qps, p99 → ${peakQps} qps`;
+  const traceMinutes = options.trace ? minuteRates(options.trace) : [];
+  if (traceMinutes.length >= need) {
+    perMinute = scaleTwitterTrace(traceMinutes, peakQps);
+    source = `trace ${options.tracePath ?? "(given)"} (per-minute rates, gaps filled) scaled p1 → ${peakQps / 4} qps, p99 → ${peakQps} qps, ` +
+      "Poisson arrivals within each minute at its scaled rate";
   } else {
     perMinute = twitterLikeMinutes(HISTORY_DAYS + 1 + Math.ceil((START_MINUTE + minutes) / DAY), peakQps, options.seed);
     source = `deterministic Twitter-like diurnal load (valley ${peakQps / 4} qps, peak ${peakQps} qps, seeded spikes)` +
@@ -110,7 +121,7 @@ export function runMarkScenario(name: string, load: MarkWorkload, seed: number, 
 
 export const markTwitter: Scenario = {
   name: "mark-twitter",
-  description: "MArk (on-demand, spot) vs a SageMaker-style target-tracking baseline on a Twitter-like load (Inception-v3, 600 ms SLO)",
+  description: "MArk (on-demand, spot) vs a SageMaker-style target-tracking baseline on the Twitter trace (Inception-v3, 600 ms SLO)",
   run(options) {
     const peakQps = options.peakQps ?? 120;
     const minutes = Math.max(10, Math.round((options.durationS ?? 3 * 3600) / 60));

@@ -2,17 +2,22 @@
  * INFaaS as a simulated system (papers/infaas.txt §3-5): the same pure policies the services run,
  * wired to the simulator.
  *
- * - **Dispatcher**: every query goes through {@link SelectionIndex.select} (Algorithm 1). "active" →
- *   the variant's queue; "load" → the variant's queue, and a load of the variant on the lowest-utilised
- *   worker of its hardware (unless one is already loading); "infeasible" → dropped with the reason.
+ * - **Dispatcher**: every query goes through {@link selectForApp}, the live dispatcher's decision
+ *   (Algorithm 1, the load it asks for, the relief rule and the fallback when the load cannot be
+ *   placed): the query goes to the chosen variant's queue, or is dropped with the reason. A load goes to
+ *   the lowest-utilised machine of its kind with room (relief loads: none over 80% busy); when none has
+ *   room, the VM autoscaler is asked for a machine (a deferred placement).
  * - **Monitor** (every `modelPeriodMs`, 1 s): per variant, the state machine of variant-state.ts
  *   (Active/Overloaded/Interfered/Loading/Inactive) feeds the selection index. Load is the variant's
  *   arrival rate over `monitorWindowMs` (5 s: a 1 s Poisson count at 4 QPS exceeds a 5 QPS peak 37% of
  *   the time); observed latency is the mean observed/profiled batch time ratio of the last second (a
  *   stand-in for the p50).
- * - **Model autoscaler** (every 1 s, per worker): {@link modelAutoscale}; upgrades and downgrades load
- *   the new variant first and unload the old instances once the new ones are ready; queries still
- *   waiting on an unloaded variant are routed again. Placements that fit nowhere go to the VM autoscaler.
+ * - **Model autoscaler** (every 1 s, after the monitor): {@link planModelActions}, the rule the
+ *   model-autoscaler service runs (the autoscaler per machine, swaps that load the new variant first and
+ *   unload the old instances once the new ones are ready, placement elsewhere, escalation to the VM
+ *   autoscaler). Each machine's load of a model is its share of the model's arrivals (by ready
+ *   capacity) over the last period; the rule averages it over its window. Queries still waiting on an
+ *   unloaded variant are routed again.
  * - **VM autoscaler** (every 2 s): {@link vmAutoscale} over the machines; a machine lost with
  *   `sim.killMachine` stops heartbeating and is replaced with the variants it ran.
  *
@@ -23,21 +28,27 @@ import {
   DEFAULT_VARIANT_STATE_CONFIG,
   SelectionIndex,
   initialVariantState,
-  modelAutoscale,
+  emptyModelActionsState,
   nextState,
+  planModelActions,
+  observeWindow,
+  selectForApp,
   vmAutoscale,
+  type ModelAction,
+  type ModelActionsState,
   type ModelAutoscalerConfig,
-  type ModelAutoscalerState,
-  type ModelScalingDecision,
+  type LoadPlacement,
+  type LoadRequest,
   type PendingPlacement,
   type QueryRequirements,
-  type RunningVariant,
   type VariantProfile,
   type VariantStateConfig,
   type VariantStateMemory,
   type VmAutoscalerConfig,
   type VmAutoscalerState,
+  type VariantRuns,
   type VmWorkerView,
+  type WorkerRuns,
 } from "@sloserve/policy";
 import { drop, type Simulator } from "../engine.js";
 import type { Machine, MachineOptions, Queue, Replica } from "../entities.js";
@@ -94,13 +105,6 @@ export interface InfaasSystem {
   readonly activeSeconds: Map<string, number>;
 }
 
-interface Swap {
-  machine: Machine;
-  model: string;
-  added: Replica[];
-  remove: Array<{ variant: string; count: number }>;
-}
-
 export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): InfaasSystem {
   const kindOf = opts.kindOf ?? ((v: VariantProfile) => String(v.hardware));
   const windowMs = opts.monitorWindowMs ?? 10_000;
@@ -138,9 +142,9 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   const live = (): Machine[] => machines.filter((m) => m.state === "running" || m.state === "booting");
   const load = (v: VariantProfile, m: Machine, preloaded = false): Replica | null =>
     sim.addReplica(queueOf(v.name), m, replicaOptionsFor(v, { pricePerS: opts.billReplicas ? v.pricePerS : 0, ...(preloaded ? { loadMs: 0 } : {}) }));
-  const placeAnywhere = (v: VariantProfile, prefer?: string): Replica | null => {
+  const placeAnywhere = (v: VariantProfile, prefer?: string, maxUtilisation = Infinity): Replica | null => {
     const kind = kindOf(v);
-    const candidates = live().filter((m) => m.kind === kind);
+    const candidates = live().filter((m) => m.kind === kind && utilization(m) <= maxUtilisation);
     candidates.sort((a, b) => (a.name === prefer ? -1 : b.name === prefer ? 1 : utilization(a) - utilization(b)));
     for (const m of candidates) {
       const r = load(v, m);
@@ -189,6 +193,24 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   const pendingVariants = new Set<string>();
   // One requirements object, refilled per query (select keeps no reference to it).
   const req: QueryRequirements = { latencyMs: 0, minAccuracy: 0 };
+  // The actor for the loads selectForApp asks for (only "infaas" loads from the dispatcher): the
+  // suggested machine or the least utilised one with room, under the relief cap; else a machine from
+  // the VM autoscaler will load it (deferred).
+  const placeLoad = (v: VariantProfile, load: LoadRequest): LoadPlacement => {
+    if (opts.mode !== "infaas") return { outcome: "deferred", reason: `the ${opts.mode} dispatcher loads nothing` };
+    const r = placeAnywhere(v, load.suggestedWorker, load.maxUtilisation);
+    if (r) {
+      note("dispatcher", `load ${v.name} on ${r.machine?.name ?? "?"}`, load.reason);
+      index.setRuntime(v.name, { state: "loading", instances: 0, qps: 0, workers: [{ worker: r.machine?.name ?? "", qps: 0 }] });
+      return { outcome: "placed", reason: `on ${r.machine?.name ?? "?"}` };
+    }
+    if (!pendingVariants.has(v.name)) {
+      pendingVariants.add(v.name);
+      pendingPlacements.push({ kind: kindOf(v), variant: v.name, count: 1 });
+      note("dispatcher", `no room for ${v.name}`, `${load.reason}; asking the VM autoscaler`);
+    }
+    return { outcome: "deferred", reason: `no ${kindOf(v)} machine has room; asked the VM autoscaler for one` };
+  };
   sim.setRouter((q, _from, cause) => {
     if (cause === "served") return null;
     if (cause === "late") return drop("deadline: cannot finish within the SLO");
@@ -196,46 +218,30 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     req.minAccuracy = q.minAccuracy;
     if (Number.isFinite(q.maxCostPerQuery)) req.maxCostPerQuery = q.maxCostPerQuery;
     else delete req.maxCostPerQuery;
-    const d = index.select(q.app, req);
-    if (d.kind === "infeasible") return drop(d.reason);
-    const queue = queueOf(d.variant.name);
-    if (d.kind === "load" && !d.alreadyLoading && opts.mode === "infaas") {
-      const r = placeAnywhere(d.variant, d.worker);
-      if (r) {
-        note("dispatcher", `load ${d.variant.name} on ${r.machine?.name ?? "?"}`, d.reason);
-        index.setRuntime(d.variant.name, { state: "loading", instances: 0, qps: 0, workers: [{ worker: r.machine?.name ?? "", qps: 0 }] });
-      } else if (!pendingVariants.has(d.variant.name)) {
-        pendingVariants.add(d.variant.name);
-        pendingPlacements.push({ kind: kindOf(d.variant), variant: d.variant.name, count: 1 });
-        note("dispatcher", `no room for ${d.variant.name}`, `${d.reason}; asking the VM autoscaler`);
-      }
-    }
-    return queue;
+    // The live dispatcher's decision (libs/policy selectForApp), with this simulator's placement.
+    const d = selectForApp(index, q.app, req, sim.nowMs, placeLoad);
+    return d.kind === "route" ? queueOf(d.variant.name) : drop(d.reason);
   });
 
   // ------------------------------------------------------------------ monitor + model autoscaler
-  /** Upgrades/downgrades and placements elsewhere still loading, by the worker that asked for them. */
-  const swaps: Swap[] = [];
-  let modelState = new Map<string, ModelAutoscalerState>();
+  /** The model autoscaler's and its actions' memory (swaps, commands, arrivals): libs/policy model-actions. */
+  let actionState: ModelActionsState = emptyModelActionsState();
   const removeInstances = (m: Machine, variant: string, count: number): void => {
     const mine = [...m.replicas].filter((r) => r.label === variant && r.state !== "draining" && r.state !== "removed");
     mine.sort((a, b) => (a.state === "loading" ? -1 : 0) - (b.state === "loading" ? -1 : 0) || a.inFlight - b.inFlight);
     for (const r of mine.slice(0, count)) sim.removeReplica(r);
     const q = queueOf(variant);
-    if (q.replicas.every((r) => r.state === "draining") && q.length > 0) {
-      const n = sim.rerouteQueued(q);
-      note("monitor", `reroute ${n} queued queries`, `${variant} has no instance left`);
+    if (q.replicas.every((r) => r.state === "draining" || r.state === "removed")) {
+      // Gone: the dispatcher hears it at once (live: the worker's "unloading" state event).
+      index.setRuntime(variant, { state: "inactive", instances: 0, qps: 0, workers: [] });
+      if (q.length > 0) {
+        const n = sim.rerouteQueued(q);
+        note("monitor", `reroute ${n} queued queries`, `${variant} has no instance left`);
+      }
     }
   };
 
   const monitorTick = (nowMs: number): void => {
-    // Finish upgrades/downgrades whose new instances are ready.
-    for (let i = swaps.length - 1; i >= 0; i--) {
-      const s = swaps[i] as Swap;
-      if (s.added.some((r) => r.state === "loading")) continue;
-      swaps.splice(i, 1);
-      for (const rm of s.remove) removeInstances(s.machine, rm.variant, rm.count);
-    }
     // States → selection index.
     const workerRates = new Map<string, number>();
     for (const [name, v] of profiles) {
@@ -244,22 +250,23 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       const loadingN = q.replicas.filter((r) => r.state === "loading").length;
       const rate = q.rateQps(nowMs, windowMs);
       workerRates.set(name, rate);
+      // The executor's observation, from the same figures (libs/policy observeWindow): arrivals over
+      // the load window; batches and their observed and profiled times over the last second.
       const sec = Math.floor(nowMs / 1000) * 1000;
-      const profiled = q.profiledMs.sum(sec - 1000, sec);
       const prev = states.get(name) ?? initialVariantState(nowMs);
-      const step = nextState(
-        prev,
+      const obs = observeWindow(
         {
-          loaded: ready.length > 0,
-          loading: loadingN > 0,
-          qps: rate,
-          peakQps: ready.length * v.peakQps,
-          observedP50Ms: profiled > 0 ? q.observedLatencyRatio(nowMs, 1000) : null,
-          profiledMs: 1,
+          instances: ready.length,
+          loading: loadingN,
+          qps: q.rateQps(nowMs, stateCfg.loadWindowMs ?? DEFAULT_VARIANT_STATE_CONFIG.loadWindowMs),
+          peakQpsPerInstance: v.peakQps,
+          batches: q.batchesDone.sum(sec - 1000, sec),
+          observedBatchMs: q.observedMs.sum(sec - 1000, sec),
+          profiledBatchMs: q.profiledMs.sum(sec - 1000, sec),
         },
-        nowMs,
         stateCfg,
       );
+      const step = nextState(prev, obs, nowMs, stateCfg);
       states.set(name, step.memory);
       if (step.changed) note("monitor", `${name}: ${prev.state} → ${step.memory.state}`, step.reason);
       if (ready.length > 0) activeSeconds.set(name, (activeSeconds.get(name) ?? 0) + (opts.modelPeriodMs ?? 1000) / 1000);
@@ -270,11 +277,25 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     index.setWorkers(live().map((m) => ({ worker: m.name, hardware: m.kind, utilization: utilization(m) })));
     if (opts.mode === "static") return;
 
-    const next = new Map<string, ModelAutoscalerState>();
-    for (const m of live()) {
-      // A model whose new instances (here or elsewhere) are still loading waits for them.
-      const busyModels = new Set(swaps.filter((sw) => sw.machine === m).map((sw) => sw.model));
-      const running: RunningVariant[] = [];
+    modelTick(nowMs);
+  };
+
+  /**
+   * What each machine runs, for the rule: ready and loading replicas per variant, free resources, and
+   * its share of each model's arrivals over the last period (the model's machines share them by ready
+   * capacity, by loading replicas while none is ready).
+   */
+  const machineRuns = (nowMs: number): WorkerRuns[] => {
+    const periodMs = opts.modelPeriodMs ?? 1000;
+    const machinesNow = live();
+    const counts = new Map<Machine, Map<string, { ready: number; loading: number }>>();
+    const modelArrivals = new Map<string, number>();
+    const modelWeight = new Map<string, { ready: number; loading: number }>();
+    for (const [name, v] of profiles) {
+      const n = queueOf(name).arrivals.sum(nowMs - periodMs, nowMs);
+      modelArrivals.set(v.model, (modelArrivals.get(v.model) ?? 0) + n);
+    }
+    for (const m of machinesNow) {
       const byVariant = new Map<string, { ready: number; loading: number }>();
       for (const r of m.replicas) {
         if (r.state === "draining" || r.state === "removed") continue;
@@ -282,66 +303,68 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         if (r.state === "ready") e.ready++;
         else e.loading++;
         byVariant.set(r.label, e);
+        const v = profileOf(r.label);
+        const w = modelWeight.get(v.model) ?? { ready: 0, loading: 0 };
+        if (r.state === "ready") w.ready += v.peakQps;
+        else w.loading++;
+        modelWeight.set(v.model, w);
       }
+      counts.set(m, byVariant);
+    }
+    return machinesNow.map((m) => {
+      const byVariant = counts.get(m) ?? new Map<string, { ready: number; loading: number }>();
+      const variants: Record<string, VariantRuns> = {};
       for (const [name, e] of byVariant) {
         const v = profileOf(name);
-        if (busyModels.has(v.model)) continue;
-        const q = queueOf(name);
-        const readyAll = q.replicas.filter((r) => r.state === "ready").length;
-        const loadingAll = q.replicas.filter((r) => r.state === "loading").length;
-        const rate = workerRates.get(name) ?? 0;
-        const share = readyAll > 0 ? e.ready / readyAll : loadingAll > 0 ? e.loading / loadingAll : 0;
-        running.push({ variant: v, instances: e.ready, loading: e.loading, loadQps: rate * share });
+        const all = modelWeight.get(v.model) ?? { ready: 0, loading: 0 };
+        const share = all.ready > 0 ? (e.ready * v.peakQps) / all.ready : all.loading > 0 ? e.loading / all.loading : 0;
+        variants[name] = { ready: e.ready, loading: e.loading, arrivalsQps: ((modelArrivals.get(v.model) ?? 0) * share * 1000) / periodMs };
       }
       const free: Record<string, number> = {};
       for (const k of Object.keys(m.resources)) free[k] = m.free(k);
-      const res = modelAutoscale({
-        nowMs,
-        worker: { name: m.name, free },
-        running,
-        catalog: opts.variants,
-        sloMsByModel: opts.sloMsByModel,
-        config: { ...(opts.modelConfig ?? {}), ...(opts.mode === "horizontal" ? { allowVertical: false } : {}) },
-        state: modelState.get(m.name) ?? { downSinceMs: {} },
-      });
-      next.set(m.name, res.state);
-      for (const d of res.decisions) apply(m, d);
-    }
-    modelState = next;
+      return { name: m.name, kind: m.kind, atMs: nowMs, seenAtMs: nowMs, utilisation: utilization(m), free, variants };
+    });
   };
 
-  const apply = (m: Machine, d: ModelScalingDecision): void => {
-    if (d.action === "hold") return;
-    note("model-autoscaler", `${d.action} ${"variant" in d ? `${d.variant}${"count" in d ? ` ×${d.count}` : ""}` : ""} on ${m.name}`, d.reason);
-    switch (d.action) {
-      case "replicate":
-        for (let i = 0; i < d.count; i++) load(profileOf(d.variant), m);
-        break;
-      case "upgrade":
-      case "downgrade": {
-        const added: Replica[] = [];
-        for (let i = 0; i < d.count; i++) {
-          const r = load(profileOf(d.variant), m);
-          if (r) added.push(r);
-        }
-        if (added.length > 0) swaps.push({ machine: m, model: d.model, added, remove: d.remove });
-        break;
-      }
-      case "remove":
-        removeInstances(m, d.variant, d.count);
-        break;
-      case "place-elsewhere": {
-        const v = profileOf(d.variant);
-        const added: Replica[] = [];
-        for (let i = 0; i < d.count; i++) {
-          const others = live().filter((o) => o !== m && o.kind === kindOf(v));
-          const r = others.map((o) => load(v, o)).find((x) => x !== null) ?? null;
-          if (r) added.push(r);
-          else pendingPlacements.push({ kind: kindOf(v), variant: v.name, count: 1 });
-        }
-        if (added.length > 0) swaps.push({ machine: m, model: d.model, added, remove: d.remove });
+  const modelTick = (nowMs: number): void => {
+    const res = planModelActions({
+      nowMs,
+      workers: machineRuns(nowMs),
+      catalog: opts.variants,
+      sloMsByModel: opts.sloMsByModel,
+      kindOf,
+      autoscaler: { ...(opts.modelConfig ?? {}), ...(opts.mode === "horizontal" ? { allowVertical: false } : {}) },
+      state: actionState,
+    });
+    actionState = res.state;
+    for (const a of res.actions) carryOut(a);
+  };
+
+  const machineNamed = (name: string): Machine | undefined => machines.find((mm) => mm.name === name);
+  const carryOut = (a: ModelAction): void => {
+    switch (a.kind) {
+      case "decision": {
+        const d = a.decision;
+        if (d.action !== "hold") note("model-autoscaler", `${d.action} ${d.variant} ×${d.count} on ${a.worker}`, d.reason);
         break;
       }
+      case "add": {
+        const m = machineNamed(a.worker);
+        if (m) for (let i = 0; i < a.count; i++) load(profileOf(a.variant), m);
+        break;
+      }
+      case "unload": {
+        const m = machineNamed(a.worker);
+        if (m) removeInstances(m, a.variant, a.count);
+        break;
+      }
+      case "escalate":
+        pendingPlacements.push({ kind: a.hardware, variant: a.variant, count: a.count });
+        note("model-autoscaler", `escalate ${a.variant} ×${a.count} on ${a.worker}`, a.reason);
+        break;
+      case "abandon":
+        note("model-autoscaler", `abandon ${a.variant} ×${a.count} on ${a.worker}`, a.reason);
+        break;
     }
   };
 

@@ -1,16 +1,13 @@
 /**
- * The whole INFaaS policy stack under load, for measuring the simulator's speed (and as a soak test):
+ * The whole INFaaS policy stack in the simulator (libs/sim) under load, for measuring the simulator's
+ * speed (benchmarks/sim.ts; bench/test/stack-bench.test.ts runs it as a soak test):
  * `apps` applications, each with the four ResNet50 variants of INFaaS §6.2 (CPU, Inferentia, GPU batch 1
  * and 8), Poisson arrivals at `qps` in total, per-query selection (Algorithm 1), the variant state
  * machine and model autoscaler every second, the VM autoscaler every 2 s, with CPU, Inferentia and GPU
  * workers priced as AWS instances (c5.4xlarge, inf1.xlarge, p3.2xlarge) that boot in 30 s.
  */
 import { pricePerSecond, type VariantProfile } from "@sloserve/policy";
-import { Simulator, type SimResult } from "./engine.js";
-import type { MachineOptions } from "./entities.js";
-import { infaasResnet50Variants } from "./hardware.js";
-import { installInfaas } from "./systems/infaas.js";
-import { ScheduledArrivals, constantRate } from "./workload.js";
+import { ScheduledArrivals, Simulator, constantRate, infaasResnet50Variants, installInfaas, type MachineOptions, type SimResult } from "@sloserve/sim";
 
 export interface StackBenchOptions {
   durationS: number;

@@ -6,7 +6,8 @@
  * understand through unchanged, which a schema-less field reader does naturally while generated
  * classes drop or re-encode unknown fields. `protobufjs` is only a transitive dependency here (via
  * @grpc/proto-loader) and would add the onnx.proto schema as a runtime asset; this file is ~200 lines
- * and every model it writes is checked by loading it in onnxruntime (see test/onnx.test.ts).
+ * and every model it writes is checked by loading it in onnxruntime (test/quantize.test.ts here,
+ * libs/zoo/test/onnx.test.ts for the zoo's exporter).
  */
 
 /** Wire types: 0 varint, 1 64-bit, 2 length-delimited, 5 32-bit (3/4, groups, are not supported). */

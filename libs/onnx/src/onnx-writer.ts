@@ -1,8 +1,9 @@
 /**
  * An ONNX ModelProto encoder for plain graphs (https://github.com/onnx/onnx/blob/main/onnx/onnx.proto,
- * field numbers as in that file; docs/IR.md for the semantics). It writes what the digit models need —
- * nodes with int/float/string/list attributes, float32/int8/int64 initializers as little-endian
- * `raw_data`, and typed graph inputs/outputs with symbolic dimensions — and nothing more.
+ * field numbers as in that file; docs/IR.md for the semantics). It writes what the zoo's digit models
+ * and the int8 rewrite need — nodes with int/float/string/list attributes, float32/int8/int64
+ * initializers as little-endian `raw_data`, and typed graph inputs/outputs with symbolic dimensions —
+ * and nothing more.
  *
  * Defaults: IR version 8 and the default-domain opset 13 (ONNX 1.10-era, read by every current
  * runtime). Repeated int64 fields are written unpacked, as proto2 (which onnx.proto uses) specifies.
@@ -167,7 +168,7 @@ export function encodeGraph(g: OnnxGraph): ProtoWriter {
 export function encodeModel(m: OnnxModel): Uint8Array {
   const w = new ProtoWriter();
   w.int(1, m.irVersion ?? 8); // ir_version
-  w.string(2, m.producerName ?? "sloserve-zoo");
+  w.string(2, m.producerName ?? "sloserve");
   if (m.producerVersion) w.string(3, m.producerVersion);
   if (m.docString) w.string(6, m.docString);
   w.message(7, encodeGraph(m.graph));

@@ -1,7 +1,7 @@
 /**
- * Reads the parts of an ONNX ModelProto that the zoo needs (graph nodes, initializers, inputs and
- * outputs, opsets), keeping each message's raw fields so a rewrite ({@link ../quantize.ts}) can pass
- * through everything it does not touch. Field numbers are those of onnx.proto.
+ * Reads the parts of an ONNX ModelProto that this project needs (graph nodes, initializers, inputs and
+ * outputs, opsets), keeping each message's raw fields so a rewrite (the int8 quantiser, quantize.ts) can
+ * pass through everything it does not touch. Field numbers are those of onnx.proto.
  */
 import { fieldBytes, fieldInt, fieldInts, fieldString, readFields, type ProtoField } from "./protobuf.js";
 import { OnnxDataType } from "./onnx-writer.js";

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ProtoWriter, fieldInt, fieldInts, fieldString, readFields } from "../src/protobuf.js";
 
-describe("zoo - protobuf", () => {
-  it("zoo - varints encode as the protobuf spec's examples", () => {
+describe("onnx - protobuf", () => {
+  it("onnx - varints encode as the protobuf spec's examples", () => {
     // https://protobuf.dev/programming-guides/encoding/: 150 in field 1 is 08 96 01.
     expect(Array.from(new ProtoWriter().int(1, 150).finish())).toEqual([0x08, 0x96, 0x01]);
     // A negative int64 is ten bytes of two's complement.
@@ -11,7 +11,7 @@ describe("zoo - protobuf", () => {
     expect(Array.from(new ProtoWriter().string(2, "testing").finish())).toEqual([0x12, 0x07, 0x74, 0x65, 0x73, 0x74, 0x69, 0x6e, 0x67]);
   });
 
-  it("zoo - fields round-trip through reader and raw re-emission", () => {
+  it("onnx - fields round-trip through reader and raw re-emission", () => {
     const inner = new ProtoWriter().int(1, 2 ** 40).string(2, "π");
     const bytes = new ProtoWriter().int(3, -2).float(4, 0.5).message(5, inner).int(6, 7).int(6, 8).finish();
     const fields = readFields(bytes);
@@ -26,12 +26,12 @@ describe("zoo - protobuf", () => {
     expect(Array.from(copy.finish())).toEqual(Array.from(bytes));
   });
 
-  it("zoo - packed repeated ints are read like unpacked ones", () => {
+  it("onnx - packed repeated ints are read like unpacked ones", () => {
     const packed = new ProtoWriter().bytes(1, Uint8Array.from([0x03, 0x8e, 0x02, 0x9e, 0xa7, 0x05])).finish();
     expect(fieldInts(readFields(packed)[0]!)).toEqual([3, 270, 86942]);
   });
 
-  it("zoo - truncated input is an error", () => {
+  it("onnx - truncated input is an error", () => {
     expect(() => readFields(Uint8Array.from([0x12, 0x05, 0x61]))).toThrow("protobuf: truncated length-delimited field");
     expect(() => readFields(Uint8Array.from([0x08, 0x96]))).toThrow("protobuf: truncated varint");
   });

@@ -1,0 +1,379 @@
+/**
+ * Acting on the model autoscaler's decisions: one rule, live and simulated (INFaaS §4.2, DESIGN §3
+ * "Model-level autoscaling"). The model-autoscaler service (services/model-autoscaler) and the
+ * simulator's INFaaS system (libs/sim systems/infaas.ts) both call {@link planModelActions} once per
+ * tick with what every worker runs, and carry out the actions it returns.
+ *
+ * Each tick:
+ * 1. **Load.** A worker's load of a model is its arrivals per second over the last `loadWindowMs` (5 s,
+ *    the variant state machine's window, `DEFAULT_VARIANT_STATE_CONFIG.loadWindowMs`): Σ arrivals /
+ *    Σ period length over the worker's reports received in the window (a variant missing from a report
+ *    had no arrivals in it). Only a model's total matters to the autoscaler, so arrivals of a variant
+ *    that no longer runs on the worker (just unloaded by a swap) still count toward its model.
+ * 2. **Commands in flight.** A worker's view may lag the commands sent to it (a report is up to a period
+ *    old): an add it does not show yet counts as loading (and its resources as taken), an unload as
+ *    done, until the worker shows it, or until a report received `settleMs` after the command still
+ *    does not (the command failed or was lost). In the simulator views are exact and nothing lags.
+ * 3. **Swaps** (upgrades, downgrades, placements elsewhere): the new instances are added first and the
+ *    model is held on the worker that asked while they load; the old instances (`remove`) are unloaded
+ *    once the new ones are ready, all of them or, when none is loading any more, those that loaded.
+ *    When none loaded, or after `swapTimeoutMs`, the swap is abandoned with its reason and the old
+ *    instances stay (the autoscaler removes a surplus later, after T_v).
+ * 4. **Decisions.** {@link modelAutoscale} per worker (in name order) for its models not held. Its
+ *    candidates are every variant of the model; a variant of another hardware kind fits no instance on
+ *    the worker (the kind counts as a resource that only workers of that kind have), so choosing it
+ *    becomes a placement elsewhere.
+ * 5. **Actions.** replicate → add here; upgrade/downgrade → add here + a swap; remove → unload;
+ *    place-elsewhere → for each instance, {@link chooseWorker} among the other live workers of the
+ *    variant's kind that have room for it (by `resources`, no oversubscription) + a swap that holds the
+ *    model until they are ready and then unloads `remove`; the instances no worker can take → one
+ *    escalation to the VM autoscaler.
+ *
+ * Shape (Ray Serve): `planModelActions(ctx) -> { actions, state }`. The autoscaler's state, the swaps,
+ * the commands in flight and the arrival samples come in and go out in `state`. Actions are ordered:
+ * first the swaps that end (unloads, abandons), then per worker each decision followed by the commands
+ * it implies. Every action carries a reason.
+ *
+ * Caveats: an upgrade in place adds before it removes, so the worker needs room for both while the new
+ * instances load, but the autoscaler counts what the replaced instances free (model-autoscaler.ts); such
+ * an add fails on the worker, and the swap is abandoned once the worker has shown that. Escalations
+ * repeat every tick while no worker can take the instances.
+ */
+import { instancesThatFit, modelAutoscale, type InstanceChange, type ModelAutoscalerConfig, type ModelAutoscalerState, type ModelScalingDecision, type RunningVariant } from "./model-autoscaler.js";
+import { chooseWorker, type WorkerView } from "./placement.js";
+import type { VariantProfile } from "./selection.js";
+import { DEFAULT_VARIANT_STATE_CONFIG } from "./variant-state.js";
+
+export interface ModelActionsConfig {
+  /** A swap whose new instances are not ready by then is abandoned (the old ones stay). @default 60_000 */
+  swapTimeoutMs: number;
+  /** A command a report received this long after it still does not show has failed. @default 3000 */
+  settleMs: number;
+  /** Window of the load. @default DEFAULT_VARIANT_STATE_CONFIG.loadWindowMs (5000) */
+  loadWindowMs: number;
+  /** Length of a report period with no earlier report to measure it from. @default 1000 */
+  periodMs: number;
+}
+
+export const DEFAULT_MODEL_ACTIONS_CONFIG: ModelActionsConfig = {
+  swapTimeoutMs: 60_000,
+  settleMs: 3000,
+  loadWindowMs: DEFAULT_VARIANT_STATE_CONFIG.loadWindowMs,
+  periodMs: 1000,
+};
+
+/** A variant on one worker. */
+export interface VariantRuns {
+  /** Instances serving. */
+  ready: number;
+  /** Instances loading. */
+  loading: number;
+  /** Arrivals per second at this variant on this worker over the worker's last report period. */
+  arrivalsQps: number;
+}
+
+/** What a worker runs, as its latest report (live) or the machine (simulator) says. */
+export interface WorkerRuns {
+  name: string;
+  /** Hardware kind: the variants it can run are those of this kind. */
+  kind: string;
+  /** When the worker took this view, on its clock (the simulator: now): a new `atMs` is a new report. */
+  atMs: number;
+  /** When it was received, on the deciding clock (the simulator: now). */
+  seenAtMs: number;
+  /** Busy fraction over the last period, 0..1 (for placement). */
+  utilisation: number;
+  /** Free amount of each resource it offers (threads, memoryBytes, accelerators, …; missing: lacks it). */
+  free: Readonly<Record<string, number>>;
+  variants: Readonly<Record<string, VariantRuns>>;
+}
+
+/** One report's arrivals (QPS by variant) over a period of `ms` ending at `atMs`, received at `seenAtMs`. */
+export interface ArrivalSample {
+  atMs: number;
+  seenAtMs: number;
+  ms: number;
+  qps: Record<string, number>;
+}
+
+/** Instances added for a decision, whose model waits on `worker` until they are ready. */
+export interface Swap {
+  /** The worker that decided it: the model is held there, and `remove` is unloaded there. */
+  worker: string;
+  model: string;
+  /** The variant added. */
+  variant: string;
+  /** Where, how many, and how many were ready there before. */
+  added: Array<{ worker: string; count: number; baselineReady: number }>;
+  remove: InstanceChange[];
+  startedAtMs: number;
+  /** What decided it, e.g. "upgrade to v ×1". */
+  why: string;
+}
+
+/** A command sent and not yet shown by its worker. `delta` > 0 adds, < 0 unloads. */
+export interface CommandInFlight {
+  worker: string;
+  variant: string;
+  delta: number;
+  /** Instances (ready + loading) of the variant on the worker when it was sent. */
+  baseline: number;
+  atMs: number;
+}
+
+export interface ModelActionsState {
+  /** The autoscaler's own state, per worker. */
+  autoscaler: Record<string, ModelAutoscalerState>;
+  swaps: Swap[];
+  inFlight: CommandInFlight[];
+  /** Per worker: its reports' arrivals within the load window. */
+  arrivals: Record<string, ArrivalSample[]>;
+}
+
+export type ModelAction =
+  /** A decision of the autoscaler (holds included), to publish or log. */
+  | { kind: "decision"; worker: string; decision: ModelScalingDecision }
+  | { kind: "add" | "unload"; worker: string; model: string; variant: string; count: number; reason: string }
+  /** Instances no worker could take: ask the VM autoscaler for a worker of `hardware`. */
+  | { kind: "escalate"; worker: string; model: string; hardware: string; variant: string; count: number; reason: string }
+  /** A swap given up: its old instances stay. */
+  | { kind: "abandon"; worker: string; model: string; variant: string; count: number; reason: string };
+
+export interface ModelActionsContext {
+  nowMs: number;
+  /** Every live worker. */
+  workers: readonly WorkerRuns[];
+  /** Every variant (profiled ones are candidates). */
+  catalog: readonly VariantProfile[];
+  /** Latency SLO of each model's queries (the tightest). */
+  sloMsByModel: Readonly<Record<string, number>>;
+  /** Kind of worker a variant runs on. @default v.hardware */
+  kindOf?: (v: VariantProfile) => string;
+  autoscaler?: Partial<ModelAutoscalerConfig>;
+  config?: Partial<ModelActionsConfig>;
+  state?: ModelActionsState;
+}
+
+export interface ModelActionsResult {
+  actions: ModelAction[];
+  state: ModelActionsState;
+}
+
+export function emptyModelActionsState(): ModelActionsState {
+  return { autoscaler: {}, swaps: [], inFlight: [], arrivals: {} };
+}
+
+/** Arrivals per second of each variant over the samples: Σ qps·ms / Σ ms. */
+export function windowedArrivalsQps(samples: readonly ArrivalSample[]): Record<string, number> {
+  let span = 0;
+  const sum: Record<string, number> = {};
+  for (const s of samples) {
+    span += s.ms;
+    for (const [v, qps] of Object.entries(s.qps)) sum[v] = (sum[v] ?? 0) + qps * s.ms;
+  }
+  const out: Record<string, number> = {};
+  for (const [v, x] of Object.entries(sum)) out[v] = span > 0 ? x / span : 0;
+  return out;
+}
+
+/** Prefix of the resource that stands for a hardware kind (see step 4 of the header). */
+const KIND = "kind:";
+
+interface View {
+  w: WorkerRuns;
+  free: Record<string, number>;
+  runs: Map<string, { ready: number; loading: number }>;
+}
+
+const r2 = (x: number): number => Math.round(x * 100) / 100;
+
+export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
+  const cfg: ModelActionsConfig = { ...DEFAULT_MODEL_ACTIONS_CONFIG, ...(ctx.config ?? {}) };
+  const prev = ctx.state ?? emptyModelActionsState();
+  const nowMs = ctx.nowMs;
+  const kindOf = ctx.kindOf ?? ((v: VariantProfile) => String(v.hardware));
+  const profiles = new Map(ctx.catalog.map((v) => [v.name, v]));
+  // The autoscaler sees each variant needing one unit of its kind (workers offer unlimited units of theirs).
+  const asScaled = new Map(ctx.catalog.map((v) => [v.name, { ...v, resources: { ...(v.resources ?? {}), [KIND + kindOf(v)]: 1 } }]));
+  const workers = [...ctx.workers].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const views = new Map<string, View>();
+  for (const w of workers) {
+    const runs = new Map<string, { ready: number; loading: number }>();
+    for (const [v, r] of Object.entries(w.variants)) runs.set(v, { ready: Math.max(0, r.ready), loading: Math.max(0, r.loading) });
+    views.set(w.name, { w, free: { ...w.free }, runs });
+  }
+  const actions: ModelAction[] = [];
+  const runsOf = (view: View, variant: string): { ready: number; loading: number } => {
+    let r = view.runs.get(variant);
+    if (!r) view.runs.set(variant, (r = { ready: 0, loading: 0 }));
+    return r;
+  };
+  const take = (view: View, variant: string, n: number): void => {
+    runsOf(view, variant).loading += n;
+    for (const [k, need] of Object.entries(profiles.get(variant)?.resources ?? {})) if (view.free[k] !== undefined) view.free[k] -= need * n;
+  };
+  const inFlight: CommandInFlight[] = [];
+  const command = (view: View, kind: "add" | "unload", model: string, variant: string, count: number, reason: string): void => {
+    const r = runsOf(view, variant);
+    inFlight.push({ worker: view.w.name, variant, delta: kind === "add" ? count : -count, baseline: r.ready + r.loading, atMs: nowMs });
+    if (kind === "add") take(view, variant, count);
+    else r.ready = Math.max(0, r.ready - count);
+    actions.push({ kind, worker: view.w.name, model, variant, count, reason });
+  };
+
+  // 1. Arrival samples, one per new report.
+  const arrivals: Record<string, ArrivalSample[]> = {};
+  for (const w of workers) {
+    const before = prev.arrivals[w.name] ?? [];
+    const last = before[before.length - 1];
+    const samples = [...before];
+    if (!last || w.atMs > last.atMs) {
+      const qps: Record<string, number> = {};
+      for (const [v, r] of Object.entries(w.variants)) if (r.arrivalsQps > 0) qps[v] = r.arrivalsQps;
+      samples.push({ atMs: w.atMs, seenAtMs: w.seenAtMs, ms: last ? Math.min(w.atMs - last.atMs, cfg.loadWindowMs) : cfg.periodMs, qps });
+    }
+    arrivals[w.name] = samples.filter((s) => s.seenAtMs > nowMs - cfg.loadWindowMs);
+  }
+
+  // 2. Commands in flight: drop those the worker shows (or had the time to show), count the others.
+  for (const e of prev.inFlight) {
+    const view = views.get(e.worker);
+    if (!view) continue;
+    const r = runsOf(view, e.variant);
+    const total = r.ready + r.loading;
+    const target = e.baseline + e.delta;
+    const shown = e.delta > 0 ? total >= target : total <= target;
+    if (shown || view.w.seenAtMs - e.atMs >= cfg.settleMs) continue;
+    inFlight.push(e);
+    if (e.delta > 0) take(view, e.variant, target - total);
+    else r.ready = Math.max(0, Math.min(r.ready, target - r.loading));
+  }
+
+  // 3. Swaps: finish those whose new instances are ready, abandon the failed and the late.
+  const swaps: Swap[] = [];
+  for (const s of prev.swaps) {
+    const origin = views.get(s.worker);
+    if (!origin) continue; // the worker is gone, and the old instances with it
+    let wanted = 0;
+    let ready = 0;
+    let loading = 0;
+    for (const a of s.added) {
+      wanted += a.count;
+      const target = views.get(a.worker);
+      if (!target) continue;
+      const r = runsOf(target, s.variant);
+      const up = Math.min(a.count, Math.max(0, r.ready - a.baselineReady));
+      ready += up;
+      loading += Math.min(a.count - up, r.loading);
+    }
+    const where = s.added.map((a) => a.worker).join(", ");
+    if (ready >= wanted || (loading === 0 && ready > 0)) {
+      for (const rm of s.remove) {
+        const r = runsOf(origin, rm.variant);
+        const n = Math.min(rm.count, r.ready + r.loading);
+        if (n > 0) command(origin, "unload", s.model, rm.variant, n, `${s.why}: ${ready} of ${wanted} new ${s.variant} ready on ${where}, unloading the ${rm.variant} ×${n} they replace`);
+      }
+    } else if (loading === 0) {
+      actions.push({ kind: "abandon", worker: s.worker, model: s.model, variant: s.variant, count: wanted, reason: `${s.why}: none of the ${wanted} new ${s.variant} loaded on ${where}; keeping what ${s.worker} runs` });
+    } else if (nowMs - s.startedAtMs > cfg.swapTimeoutMs) {
+      actions.push({ kind: "abandon", worker: s.worker, model: s.model, variant: s.variant, count: wanted, reason: `${s.why}: ${ready} of ${wanted} new ${s.variant} ready on ${where} after ${r2((nowMs - s.startedAtMs) / 1000)} s (limit ${r2(cfg.swapTimeoutMs / 1000)} s); keeping what ${s.worker} runs` });
+    } else swaps.push(s);
+  }
+
+  // 4-5. The autoscaler per worker, and what its decisions imply.
+  const autoscalerState: Record<string, ModelAutoscalerState> = {};
+  for (const w of workers) {
+    const view = views.get(w.name) as View;
+    const held = new Map<string, Swap>();
+    for (const s of swaps) if (s.worker === w.name && !held.has(s.model)) held.set(s.model, s);
+    for (const [model, s] of held) {
+      const where = s.added.map((a) => `${a.worker} ×${a.count}`).join(", ");
+      const rm = s.remove.map((r) => `${r.variant} ×${r.count}`).join(", ");
+      actions.push({ kind: "decision", worker: w.name, decision: { action: "hold", worker: w.name, model, reason: `${s.why}: waiting for the new ${s.variant} (${where}) to be ready${rm ? ` before unloading ${rm}` : ""}` } });
+    }
+    const load = windowedArrivalsQps(arrivals[w.name] ?? []);
+    const modelLoad = new Map<string, number>();
+    for (const [v, qps] of Object.entries(load)) {
+      const p = profiles.get(v);
+      if (p) modelLoad.set(p.model, (modelLoad.get(p.model) ?? 0) + qps);
+    }
+    const running: RunningVariant[] = [];
+    for (const [name, r] of [...view.runs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      const p = asScaled.get(name);
+      if (!p || held.has(p.model) || r.ready + r.loading <= 0) continue;
+      running.push({ variant: p, instances: r.ready, loading: r.loading, loadQps: load[name] ?? 0 });
+    }
+    // Arrivals of the model's variants that no longer run here go to its first running variant.
+    for (const [model, total] of modelLoad) {
+      const mine = running.filter((r) => r.variant.model === model);
+      const first = mine[0];
+      if (first) first.loadQps += Math.max(0, total - mine.reduce((s, r) => s + r.loadQps, 0));
+    }
+    const result = modelAutoscale({
+      nowMs,
+      worker: { name: w.name, free: { ...view.free, [KIND + w.kind]: Infinity } },
+      running,
+      catalog: [...asScaled.values()],
+      sloMsByModel: ctx.sloMsByModel,
+      config: ctx.autoscaler ?? {},
+      state: prev.autoscaler[w.name],
+    });
+    autoscalerState[w.name] = result.state;
+    for (const d of result.decisions) {
+      actions.push({ kind: "decision", worker: w.name, decision: d });
+      switch (d.action) {
+        case "hold":
+          break;
+        case "replicate":
+          command(view, "add", d.model, d.variant, d.count, d.reason);
+          break;
+        case "remove":
+          command(view, "unload", d.model, d.variant, d.count, d.reason);
+          break;
+        case "upgrade":
+        case "downgrade": {
+          const baselineReady = runsOf(view, d.variant).ready;
+          command(view, "add", d.model, d.variant, d.count, d.reason);
+          swaps.push({ worker: w.name, model: d.model, variant: d.variant, added: [{ worker: w.name, count: d.count, baselineReady }], remove: d.remove, startedAtMs: nowMs, why: `${d.action} to ${d.variant} ×${d.count}` });
+          break;
+        }
+        case "place-elsewhere": {
+          const v = profiles.get(d.variant);
+          if (!v) break;
+          const placed: Array<{ view: View; count: number; baselineReady: number; why: string }> = [];
+          let left = d.count;
+          let refusal = "";
+          for (; left > 0; left--) {
+            const others: WorkerView[] = [...views.values()]
+              .filter((o) => o.w.name !== w.name)
+              .map((o) => ({ worker: o.w.name, hardware: o.w.kind, utilisation: o.w.utilisation, threads: 0, threadsUsed: 0, variants: [], seenAtMs: o.w.seenAtMs, free: o.free }));
+            const choice = chooseWorker(others, { variant: v.name, hardware: kindOf(v), threads: 0, resources: v.resources ?? {}, allowOversubscription: false }, nowMs);
+            const target = choice.worker === undefined ? undefined : views.get(choice.worker);
+            if (!target) {
+              refusal = choice.reason;
+              break;
+            }
+            let p = placed.find((x) => x.view === target);
+            if (!p) placed.push((p = { view: target, count: 0, baselineReady: runsOf(target, v.name).ready, why: choice.reason }));
+            p.count++;
+            take(target, v.name, 1);
+          }
+          for (const p of placed) {
+            // `take` counted them already: record the command with the instances before it.
+            const r = runsOf(p.view, v.name);
+            inFlight.push({ worker: p.view.w.name, variant: v.name, delta: p.count, baseline: r.ready + r.loading - p.count, atMs: nowMs });
+            actions.push({ kind: "add", worker: p.view.w.name, model: d.model, variant: v.name, count: p.count, reason: `${d.reason}; placed on ${p.view.w.name}: ${p.why}` });
+          }
+          if (placed.length > 0) {
+            swaps.push({ worker: w.name, model: d.model, variant: v.name, added: placed.map((p) => ({ worker: p.view.w.name, count: p.count, baselineReady: p.baselineReady })), remove: d.remove, startedAtMs: nowMs, why: `place ${v.name} ×${d.count - left} elsewhere` });
+          }
+          if (left > 0) {
+            actions.push({ kind: "escalate", worker: w.name, model: d.model, hardware: kindOf(v), variant: v.name, count: left, reason: `${d.reason}; no other worker can take ${left} (${refusal})` });
+          }
+          break;
+        }
+      }
+    }
+  }
+  return { actions, state: { autoscaler: autoscalerState, swaps, inFlight, arrivals } };
+}
