@@ -185,13 +185,15 @@ describe("e2e model-less", () => {
     const dropAt = Date.now();
     await drive(5, 10);
     reports.unsubscribe();
-    // Scaling added capacity (two instances at once at some point), and the surplus was removed after
-    // its delay: a remove/downgrade decision with its reason, and one instance left at the end.
+    // Scaling added capacity (two instances at once at some point), and the surplus went: an upgrade
+    // unloads the instances it replaces once the new ones are ready (libs/policy model-actions); any
+    // other surplus goes after its delay, by a remove/downgrade decision with its reason. One instance
+    // is left at the end.
     const peak = Math.max(...instances.filter((i) => i.atMs >= stepAt).map((i) => i.count));
     expect(peak).toBeGreaterThanOrEqual(2);
     const down = decisions.filter((d) => d.atMs >= stepAt && d.model === "heavy-mlp" && ["remove", "downgrade"].includes(d.action));
-    expect(down.length, JSON.stringify(decisions.slice(-10))).toBeGreaterThan(0);
-    expect(down[0]!.reason).toMatch(/T_v/);
+    if (!scaled.some((d) => d.action === "upgrade")) expect(down.length, JSON.stringify(decisions.slice(-10))).toBeGreaterThan(0);
+    if (down[0]) expect(down[0].reason).toMatch(/T_v/);
     const final = instances.filter((i) => i.atMs >= dropAt + 6_000);
     expect(final.at(-1)?.count).toBe(1);
   }, 120_000);

@@ -196,11 +196,24 @@ export function estimate(input: EstimateInput): EstimateResult {
     return cls;
   };
   const qClass = new Int32Array(n);
-
-  for (let q = 0; q < n; q++) {
-    qClass[q] = routeClass(input.routes ? input.routes[q]! : 0);
+  if (input.routes) {
+    const routes = input.routes;
+    // Masks index a small table when there are few conditional edges (the usual case).
+    const table = conditional.length <= 12 ? new Int32Array(1 << conditional.length).fill(-1) : null;
+    for (let q = 0; q < n; q++) {
+      const mask = routes[q]!;
+      if (table && mask < table.length) {
+        let c = table[mask]!;
+        if (c < 0) table[mask] = c = routeClass(mask);
+        qClass[q] = c;
+      } else {
+        qClass[q] = routeClass(mask);
+      }
+    }
+  } else {
+    qClass.fill(routeClass(0));
   }
-  
+
   const visitedOf = Int32Array.from(visitedCount);
   const needOf = Uint8Array.from(needTable);
   const childStartOf = Int32Array.from(childStart);
@@ -312,7 +325,12 @@ export function estimate(input: EstimateInput): EstimateResult {
         const ce = childStartOf[cs + 1]!;
         for (let j = childStartOf[cs]!; j < ce; j++) {
           const c = childOf[j]!;
-          if (--need[q * M + c]! === 0) enqueue(c, q, tB);
+          if (--need[q * M + c]! === 0) {
+            // Handed on at once: an idle replica of c starts on it now (enqueue, inlined).
+            queue[c * n + qTail[c]!] = q;
+            qTail[c]!++;
+            if (idle[c]! > 0) dispatch(c, tB);
+          }
         }
         if (--outstanding[q]! === 0) {
           const l = tB - arrivals[q]!;

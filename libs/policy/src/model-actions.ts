@@ -20,9 +20,10 @@
  *    When none loaded, or after `swapTimeoutMs`, the swap is abandoned with its reason and the old
  *    instances stay (the autoscaler removes a surplus later, after T_v).
  * 4. **Decisions.** {@link modelAutoscale} per worker (in name order) for its models not held. Its
- *    candidates are every variant of the model; a variant of another hardware kind fits no instance on
- *    the worker (the kind counts as a resource that only workers of that kind have), so choosing it
- *    becomes a placement elsewhere.
+ *    candidates are the variants of the model of a kind that some live worker has or that a new worker
+ *    can be asked for (`launchableKinds`); a variant of another kind than the worker's fits no instance
+ *    on it (the kind counts as a resource that only workers of that kind have), so choosing it becomes a
+ *    placement elsewhere.
  * 5. **Actions.** replicate → add here; upgrade/downgrade → add here + a swap; remove → unload;
  *    place-elsewhere → for each instance, {@link chooseWorker} among the other live workers of the
  *    variant's kind that have room for it (by `resources`, no oversubscription) + a swap that holds the
@@ -39,7 +40,7 @@
  * an add fails on the worker, and the swap is abandoned once the worker has shown that. Escalations
  * repeat every tick while no worker can take the instances.
  */
-import { instancesThatFit, modelAutoscale, type InstanceChange, type ModelAutoscalerConfig, type ModelAutoscalerState, type ModelScalingDecision, type RunningVariant } from "./model-autoscaler.js";
+import { modelAutoscale, type InstanceChange, type ModelAutoscalerConfig, type ModelAutoscalerState, type ModelScalingDecision, type RunningVariant } from "./model-autoscaler.js";
 import { chooseWorker, type WorkerView } from "./placement.js";
 import type { VariantProfile } from "./selection.js";
 import { DEFAULT_VARIANT_STATE_CONFIG } from "./variant-state.js";
@@ -149,6 +150,11 @@ export interface ModelActionsContext {
   sloMsByModel: Readonly<Record<string, number>>;
   /** Kind of worker a variant runs on. @default v.hardware */
   kindOf?: (v: VariantProfile) => string;
+  /**
+   * Kinds of worker the VM autoscaler can add (the simulator: those it has a machine template for).
+   * Variants of a kind no live worker has and none can be added are no candidates. @default []
+   */
+  launchableKinds?: readonly string[];
   autoscaler?: Partial<ModelAutoscalerConfig>;
   config?: Partial<ModelActionsConfig>;
   state?: ModelActionsState;
@@ -196,6 +202,8 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
   // The autoscaler sees each variant needing one unit of its kind (workers offer unlimited units of theirs).
   const asScaled = new Map(ctx.catalog.map((v) => [v.name, { ...v, resources: { ...(v.resources ?? {}), [KIND + kindOf(v)]: 1 } }]));
   const workers = [...ctx.workers].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const kinds = new Set([...workers.map((w) => w.kind), ...(ctx.launchableKinds ?? [])]);
+  const candidates = [...asScaled.values()].filter((v) => kinds.has(kindOf(v)));
   const views = new Map<string, View>();
   for (const w of workers) {
     const runs = new Map<string, { ready: number; loading: number }>();
@@ -313,7 +321,7 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
       nowMs,
       worker: { name: w.name, free: { ...view.free, [KIND + w.kind]: Infinity } },
       running,
-      catalog: [...asScaled.values()],
+      catalog: candidates,
       sloMsByModel: ctx.sloMsByModel,
       config: ctx.autoscaler ?? {},
       state: prev.autoscaler[w.name],

@@ -24,7 +24,10 @@
  * Speed: {@link SelectionIndex} is built once and updated incrementally. Per app it keeps the variants
  * sorted by cost per query and by load + inference latency, and the currently Active ones in cost order,
  * so a query scans only the app's Active list and, if needed, the app's latency-sorted list; never the
- * whole catalogue (INFaaS §6.4: selection time stays flat as variants grow). {@link selectVariant} is
+ * whole catalogue (INFaaS §6.4: selection time stays flat as variants grow). Queries of an app
+ * mostly repeat the same requirements, so the index also remembers its last few decisions per app,
+ * keyed by the requirements and forgotten whenever its data changes (`setRuntime`, `setWorkers`,
+ * `upsertVariant`, `removeVariant`): a repeated query costs a few comparisons. {@link selectVariant} is
  * the same algorithm as a plain scan, kept as the reference for tests.
  */
 import type { HardwareKind } from "./costs.js";
@@ -164,7 +167,23 @@ function makeEntry(v: VariantProfile, rt: VariantRuntime): Entry {
   };
 }
 
+/** A decision {@link SelectionIndex.select} made, for the requirements it was made for. */
+interface Memo {
+  latencyMs: number;
+  minAccuracy: number;
+  maxCostPerQuery: number | undefined;
+  allowLoad: boolean;
+  decision: SelectionDecision;
+}
+
+/** Decisions remembered per app (distinct requirements of an app's query streams in use at once). */
+const MEMO_SIZE = 4;
+
 interface AppIndex {
+  /** Recent decisions (at most MEMO_SIZE, replaced round-robin from `memoNext`), made at index version `memoVersion`. */
+  memo: Memo[];
+  memoNext: number;
+  memoVersion: number;
   /** All profiled variants, by cost per query (ties: name). */
   byCost: Entry[];
   /** All profiled variants, by load + inference latency (ties: cost, name). */
@@ -231,11 +250,20 @@ function shortfall(e: Entry, req: QueryRequirements): number {
   return d;
 }
 
-/** The incrementally maintained selection index (one per dispatcher). */
+/**
+ * The incrementally maintained selection index (one per dispatcher).
+ *
+ * It reads a variant's runtime and the workers when they are set: to change one, call `setRuntime` /
+ * `setWorkers` again with new values rather than changing the objects passed in (its remembered
+ * decisions are forgotten on each such call). Decisions may be shared between calls with the same
+ * requirements (they are frozen): treat them as read-only.
+ */
 export class SelectionIndex {
   private readonly apps = new Map<string, AppIndex>();
   private readonly entries = new Map<string, Entry>();
   private readonly workers = new Map<string, WorkerInfo[]>();
+  /** Bumped by every change of the data selection reads; remembered decisions of older versions are stale. */
+  private version = 0;
 
   constructor(variants: Iterable<VariantProfile> = []) {
     for (const v of variants) this.upsertVariant(v);
@@ -260,6 +288,7 @@ export class SelectionIndex {
 
   /** Add or replace a variant's profile; keeps its runtime state. */
   upsertVariant(v: VariantProfile): void {
+    this.version++;
     const old = this.entries.get(v.name);
     const rt = old?.rt ?? INACTIVE;
     if (old) this.removeVariant(v.name);
@@ -267,7 +296,7 @@ export class SelectionIndex {
     this.entries.set(v.name, e);
     let app = this.apps.get(v.app);
     if (!app) {
-      app = { byCost: [], byLoadLatency: [], active: [], all: [] };
+      app = { memo: [], memoNext: 0, memoVersion: 0, byCost: [], byLoadLatency: [], active: [], all: [] };
       this.apps.set(v.app, app);
     }
     app.all.push(e);
@@ -281,6 +310,7 @@ export class SelectionIndex {
   removeVariant(name: string): void {
     const e = this.entries.get(name);
     if (!e) return;
+    this.version++;
     const app = this.apps.get(e.v.app);
     if (app) {
       removeFrom(app.byCost, e);
@@ -295,6 +325,7 @@ export class SelectionIndex {
   setRuntime(name: string, rt: VariantRuntime): void {
     const e = this.entries.get(name);
     if (!e) return;
+    this.version++;
     e.rt = rt;
     const nowActive = rt.state === "active" && e.v.profiled;
     if (nowActive === e.active) return;
@@ -307,6 +338,7 @@ export class SelectionIndex {
 
   /** Replace the worker list (hardware and utilisation) used to place loads. */
   setWorkers(workers: Iterable<WorkerInfo>): void {
+    this.version++;
     this.workers.clear();
     for (const w of workers) {
       const list = this.workers.get(w.hardware) ?? [];
@@ -328,6 +360,27 @@ export class SelectionIndex {
   select(app: string, req: QueryRequirements, options: { allowLoad?: boolean } = {}): SelectionDecision {
     const idx = this.apps.get(app);
     if (!idx) return { kind: "infeasible", closest: null, reason: `unknown app "${app}": no variants registered` };
+    const minAccuracy = req.minAccuracy ?? 0;
+    const allowLoad = options.allowLoad !== false;
+    if (idx.memoVersion !== this.version) {
+      idx.memo.length = 0;
+      idx.memoNext = 0;
+      idx.memoVersion = this.version;
+    }
+    for (const m of idx.memo) {
+      if (m.latencyMs === req.latencyMs && m.minAccuracy === minAccuracy && m.maxCostPerQuery === req.maxCostPerQuery && m.allowLoad === allowLoad) return m.decision;
+    }
+    const decision = this.decide(idx, app, req, allowLoad);
+    if (decision.kind === "infeasible" && decision.closest) Object.freeze(decision.closest);
+    const memo: Memo = { latencyMs: req.latencyMs, minAccuracy, maxCostPerQuery: req.maxCostPerQuery, allowLoad, decision: Object.freeze(decision) };
+    if (idx.memo.length < MEMO_SIZE) idx.memo.push(memo);
+    else idx.memo[idx.memoNext] = memo;
+    idx.memoNext = (idx.memoNext + 1) % MEMO_SIZE;
+    return decision;
+  }
+
+  /** Algorithm 1 proper (see {@link select}). */
+  private decide(idx: AppIndex, app: string, req: QueryRequirements, allowLoad: boolean): SelectionDecision {
     // 1. Active: cheapest per query, ties by most headroom.
     let pick: Entry | undefined;
     for (const e of idx.active) {
@@ -369,7 +422,7 @@ export class SelectionIndex {
         reason: loading.reasons.loading,
       };
     }
-    if (inactive && options.allowLoad !== false) {
+    if (inactive && allowLoad) {
       // Our refinement: the query waits for a load anyway, so if the cheapest feasible variant can
       // be loaded and answer within the SLO, load that one: later queries will use it.
       const cheap = cheapestLoadableInSlo(idx.byCost, req);

@@ -10,7 +10,8 @@
  *    └────────────────────────────────────┘  └── Interfered (mean observed batch time > mean profiled ×
  *                                                 (1 + margin) + floor for `interferenceSeconds`
  *                                                 consecutive observations; back to Active on the first
- *                                                 observation within the margin)
+ *                                                 observation within the margin, or after
+ *                                                 `interferenceSeconds` observations without evidence)
  * ```
  *
  * One set of units and thresholds, live and simulated: the executor's worker (libs/executor) and the
@@ -137,8 +138,18 @@ export function nextState(
   }
   const limit = obs.profiledMs * (1 + config.interferenceMargin) + (config.interferenceFloorMs ?? 0);
   const slow = obs.observedMs !== null && obs.observedMs > limit;
-  // With too few batches this period there is no evidence either way: keep the count.
-  const slowCount = obs.observedMs === null ? prev.slowCount : slow ? prev.slowCount + 1 : 0;
+  // The count of slow periods is capped at interferenceSeconds (it is only compared with it). With too
+  // few batches this period there is no evidence either way: an Active variant keeps its count; an
+  // Interfered one loses one from it, because selection sends it no queries and evidence would never
+  // come back: it returns to Active after interferenceSeconds periods without evidence.
+  const cap = config.interferenceSeconds;
+  const slowCount =
+    obs.observedMs === null ? (prev.state === "interfered" ? Math.max(0, prev.slowCount - 1) : prev.slowCount) : slow ? Math.min(cap, prev.slowCount + 1) : 0;
+  if (prev.state === "interfered" && obs.observedMs === null && obs.qps < obs.peakQps) {
+    return slowCount > 0
+      ? to("interfered", slowCount, `no evidence this period; back to Active after ${slowCount} more without`)
+      : to("active", 0, `no evidence of interference for ${cap} periods`);
+  }
   if (obs.qps >= obs.peakQps) {
     return to("overloaded", slowCount, `QPS ${round(obs.qps)} ≥ profiled peak ${round(obs.peakQps)}`);
   }

@@ -1,14 +1,12 @@
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import {
   backtest, fitHoltWinters, holtWinters, lastValueForecaster, maxRatePerUnit, seasonalNaive, withGaps, type Forecaster,
 } from "../src/forecast.js";
 
-// The shared traces live beside the checkout (/work/shared) or inside it (shared/); the test reads
-// the file and passes the data in, src never touches the file system.
-const tracePath = ["../../../shared/traces/", "../../../../shared/traces/"]
-  .map((d) => new URL(`${d}twitter_2021-08_per_minute.csv`, import.meta.url))
-  .find((u) => existsSync(u));
+// The Twitter trace ships with the simulator (libs/sim/data/, see its README); the test reads the
+// file and passes the data in, src never touches the file system.
+const tracePath = new URL("../../sim/data/twitter_2021-08_per_minute.csv", import.meta.url);
 
 describe("forecast", () => {
   it("forecast - per-minute max rate from 5 s sample windows", () => {
@@ -68,8 +66,8 @@ describe("forecast", () => {
     expect(r.meanShortfall).toBeCloseTo(0.5, 12);
   });
 
-  it.skipIf(!tracePath)("forecast - backtest on the Twitter trace (7 days, 3 to fit, hourly origins, 60-minute horizon)", () => {
-    const rows = readFileSync(tracePath!, "utf8")
+  it("forecast - backtest on the Twitter trace (7 days, 3 to fit, hourly origins, 60-minute horizon)", () => {
+    const rows = readFileSync(tracePath, "utf8")
       .trim().split("\n").slice(1, 1 + 7 * 1440).map((l) => l.split(","));
     const series = withGaps(rows.map((r) => Number(r[1])), rows.map((r) => r[2] === "1"));
     // the daily gap at minutes 1412-1439 (7 × 28) and one more zero minute

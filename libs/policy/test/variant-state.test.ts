@@ -26,6 +26,8 @@ describe("variant-state", () => {
     { name: "the margin is exclusive", obs: [{ observedMs: 24 }, { observedMs: 24 }, { observedMs: 24 }], want: ["active", "active", "active"] },
     { name: "a fast second resets the count", obs: [{ observedMs: 30 }, { observedMs: 30 }, { observedMs: 21 }, { observedMs: 30 }, { observedMs: 30 }], want: ["active", "active", "active", "active", "active"] },
     { name: "idle seconds keep the count", obs: [{ observedMs: 30 }, { observedMs: 30 }, { observedMs: null }, { observedMs: 30 }], want: ["active", "active", "active", "interfered"] },
+    // Interfered gets no queries from selection: 3 seconds without evidence (count 3 → 2 → 1 → 0) end it.
+    { name: "interfered → active after 3 seconds without evidence", obs: [{ observedMs: 30 }, { observedMs: 30 }, { observedMs: 30 }, { observedMs: null }, { observedMs: null }, { observedMs: null }], want: ["active", "active", "interfered", "interfered", "interfered", "active"] },
     { name: "interfered → active on the first fast second", obs: [{ observedMs: 30 }, { observedMs: 30 }, { observedMs: 30 }, { observedMs: 20 }], want: ["active", "active", "interfered", "active"] },
     { name: "overloaded wins over interfered", obs: [{ observedMs: 30 }, { observedMs: 30 }, { observedMs: 30, qps: 120 }], want: ["active", "active", "overloaded"] },
     { name: "any → inactive when unloaded", obs: [{ qps: 120 }, { loaded: false }], want: ["overloaded", "inactive"] },

@@ -86,6 +86,14 @@ export function drop(reason: string): Drop {
   return d;
 }
 
+/** Remove x from a short array in place, keeping the order of the others (no allocation, unlike splice). */
+function removeFrom<T>(a: T[], x: T): void {
+  const i = a.indexOf(x);
+  if (i < 0) return;
+  for (let k = i + 1; k < a.length; k++) a[k - 1] = a[k] as T;
+  a.pop();
+}
+
 export type Route = Queue | FunctionPool | readonly Queue[] | Drop | null;
 /**
  * Why the router is called: a new query ("arrival"); a queue or function finished its stage ("served");
@@ -331,8 +339,7 @@ export class Simulator {
   removeReplica(r: Replica): void {
     if (r.state === "removed" || r.state === "draining") return;
     r.billedToMs = this.nowMs;
-    const idx = r.queue.avail.indexOf(r);
-    if (idx >= 0) r.queue.avail.splice(idx, 1);
+    removeFrom(r.queue.avail, r);
     if (r.inFlight > 0) r.state = "draining";
     else this.detach(r);
   }
@@ -497,12 +504,12 @@ export class Simulator {
       failed: false,
       data: undefined,
     };
-    spec.init?.(q, this);
+    if (spec.init !== undefined) spec.init(q, this);
     this.arrivals++;
     this.inFlight++;
     this.arrivalSeries.add(t);
-    s.stats ??= this.app(spec.app);
-    this.statsOf(q).arrivals++;
+    const stats = (s.stats ??= this.app(spec.app));
+    (q.app === spec.app ? stats : this.app(q.app)).arrivals++;
     this.scheduleArrival(s);
     this.route(q, this.router(q, null, "arrival", this));
   }
@@ -684,10 +691,7 @@ export class Simulator {
     const svc = profiled * r.slowdown * (r.machine?.slowdown ?? 1);
     const b: Batch = { replica: r, queries, startMs: this.nowMs, endMs: this.nowMs + svc, profiledMs: profiled, cancelled: false };
     r._start(b);
-    if (r.inFlight >= r.concurrency) {
-      const i = queue.avail.indexOf(r);
-      if (i >= 0) queue.avail.splice(i, 1);
-    }
+    if (r.inFlight >= r.concurrency) removeFrom(queue.avail, r);
     this.schedule(b.endMs, Kind.BatchDone, b);
   }
 
@@ -714,10 +718,8 @@ export class Simulator {
   private detach(r: Replica): void {
     r.state = "removed";
     r.billedToMs ??= this.nowMs;
-    const qi = r.queue.replicas.indexOf(r);
-    if (qi >= 0) r.queue.replicas.splice(qi, 1);
-    const ai = r.queue.avail.indexOf(r);
-    if (ai >= 0) r.queue.avail.splice(ai, 1);
+    removeFrom(r.queue.replicas, r);
+    removeFrom(r.queue.avail, r);
     const m = r.machine;
     if (m) {
       m.replicas.delete(r);

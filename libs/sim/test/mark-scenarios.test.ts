@@ -30,7 +30,7 @@ describe("mark scenarios", () => {
 
   it("mark-twitter - runs on the bundled Twitter trace by default (the CLI passes it)", () => {
     const trace = parseTrace(readFileSync(fileURLToPath(new URL("../data/twitter_2021-08_per_minute.csv", import.meta.url)), "utf8"));
-    const r = markTwitter.run({ seed: 3, durationS: 20 * 60, peakQps: 80, trace, tracePath: DEFAULT_TWITTER_TRACE });
+    const r = markTwitter.run({ seed: 3, durationS: 60 * 60, peakQps: 80, trace, tracePath: DEFAULT_TWITTER_TRACE });
     expect(r.notes[0]).toContain(`trace ${DEFAULT_TWITTER_TRACE}`);
     const [sm, od] = r.systems as [typeof r.systems[0], typeof r.systems[0]];
     expect(od.cost_dollars).toBeLessThan(sm.cost_dollars);

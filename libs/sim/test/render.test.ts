@@ -1,3 +1,5 @@
+import { readdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { renderSvg } from "../src/render/svg.js";
 import { readme } from "../src/render/readme.js";
@@ -28,5 +30,14 @@ describe("render", () => {
     const md = readme([r]);
     expect(md).toContain("| x | paper says 3× | s: cost 1.500, SLO 99%, p99 120 ms | we differ because |");
     expect(md).toContain("![C](x-c.svg)");
+  });
+
+  it("render - README lists every libs/policy module with the services and simulator systems that call it", () => {
+    const md = readme([]);
+    const section = md.slice(md.indexOf("## What the services and the simulator share"));
+    expect(section.length).toBeGreaterThan(100);
+    const modules = readdirSync(fileURLToPath(new URL("../../policy/src/", import.meta.url))).filter((f) => f.endsWith(".ts") && f !== "index.ts");
+    expect(modules.length).toBeGreaterThan(20);
+    for (const m of modules) expect(section, `${m} is missing from render/shared-modules.ts`).toMatch(new RegExp(`[|,] ${m.replace(".", "\\.")}[ ,]`));
   });
 });

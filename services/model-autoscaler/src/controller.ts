@@ -30,6 +30,11 @@ export interface ModelAutoscalerControllerOptions {
   autoscaler?: Partial<ModelAutoscalerConfig>;
   /** How decisions are carried out (swap timeout, load window, …). */
   actions?: Partial<ModelActionsConfig>;
+  /**
+   * Hardware kinds a request on `scale.vm` can add a worker of: variants of a kind no live worker has
+   * are candidates only then. @default [] (no VM autoscaler service runs yet)
+   */
+  launchableKinds?: readonly string[];
 }
 
 /** How long a model's SLO seen in arrival reports is remembered. */
@@ -149,6 +154,7 @@ export class ModelAutoscalerController {
       workers: [...this.reports.values()].map(({ report, seenAtMs }) => workerRunsFromReport(report, seenAtMs)),
       catalog,
       sloMsByModel: this.sloByModel(nowMs),
+      launchableKinds: this.options.launchableKinds ?? [],
       autoscaler: this.options.autoscaler ?? {},
       config: this.options.actions ?? {},
       state: this.state,

@@ -1,8 +1,10 @@
 /**
  * reports/README.md: one table with, for each experiment, the paper's figure and ours side by side,
- * and the notes on where they differ and why; then each experiment's own table and charts.
+ * and the notes on where they differ and why; which libs/policy modules the services and the simulator
+ * share (shared-modules.ts); then each experiment's own table and charts.
  */
 import type { ScenarioResult } from "../scenario.js";
+import { sharedModulesSection } from "./shared-modules.js";
 import { markdownTable } from "./table.js";
 
 function pct(x: number): string {
@@ -32,6 +34,7 @@ export function readme(results: ScenarioResult[]): string {
       })),
     ),
     "",
+    ...sharedModulesSection(),
   ];
   for (const r of results) {
     out.push(`## ${r.scenario}`, "", markdownTable(r.table), "");

@@ -72,7 +72,7 @@ const init = (q: Query, rng: { next(): number }): void => {
 };
 
 /** INFaaS alone (systems/infaas.ts) on the same queries, reported like a MArk run. */
-function runInfaas(models: MarkModel[], load: MarkWorkload, seed: number): MarkRunResult {
+export function runInfaas(models: MarkModel[], load: MarkWorkload, seed: number): MarkRunResult {
   const durationMs = load.rates.rates.length * load.rates.binMs;
   const sim = new Simulator({ seed, durationMs, drainMs: 30_000 });
   addMarkStream(sim, { app: APP, sloMs: SLO_MS, rates: load.rates, seed, init });

@@ -217,7 +217,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     req.latencyMs = q.sloMs;
     req.minAccuracy = q.minAccuracy;
     if (Number.isFinite(q.maxCostPerQuery)) req.maxCostPerQuery = q.maxCostPerQuery;
-    else delete req.maxCostPerQuery;
+    else if (req.maxCostPerQuery !== undefined) delete req.maxCostPerQuery; // (a delete per query is slow)
     // The live dispatcher's decision (libs/policy selectForApp), with this simulator's placement.
     const d = selectForApp(index, q.app, req, sim.nowMs, placeLoad);
     return d.kind === "route" ? queueOf(d.variant.name) : drop(d.reason);
@@ -333,6 +333,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       catalog: opts.variants,
       sloMsByModel: opts.sloMsByModel,
       kindOf,
+      launchableKinds: Object.keys(templates),
       autoscaler: { ...(opts.modelConfig ?? {}), ...(opts.mode === "horizontal" ? { allowVertical: false } : {}) },
       state: actionState,
     });

@@ -1,0 +1,95 @@
+/**
+ * The "what the services and the simulator share" section of reports/README.md: which libs/policy
+ * modules each live service and each simulated system calls. Written by hand from the imports
+ * (`grep -rn '@sloserve/policy' services libs/executor libs/sim/src`); keep it in step when a caller
+ * changes.
+ */
+import { markdownTable } from "./table.js";
+
+interface Row {
+  module: string;
+  decides: string;
+  service: string;
+  simulator: string;
+}
+
+const ROWS: Row[] = [
+  {
+    module: "selection.ts",
+    decides: "INFaaS Algorithm 1: the variant for a model-less query (`SelectionIndex`)",
+    service: "dispatcher (selection-view.ts keeps the index; dispatch.ts queries it through selectForApp)",
+    simulator: "systems/infaas.ts (through dispatch.ts); scenarios/combined.ts: the model of each query of the `combined` system",
+  },
+  {
+    module: "dispatch.ts",
+    decides: "where a query goes: `selectForApp` (selection, the load it asks for, relief and fallback), model-query candidates",
+    service: "dispatcher (dispatch.ts)",
+    simulator: "systems/infaas.ts router",
+  },
+  { module: "routing.ts", decides: "model-specific queries: `routeModelQuery`", service: "dispatcher", simulator: "— (no model-specific queries in the scenarios)" },
+  { module: "placement.ts", decides: "the worker for a load (`chooseWorker`), worker staleness", service: "dispatcher, model-autoscaler", simulator: "—" },
+  {
+    module: "batching.ts",
+    decides: "when a batch leaves and how big (`planBatch`), shedding late queries (`cannotFinishInTime`), run-time estimate",
+    service: "executor-cpu, executor-gpu (libs/executor instance.ts)",
+    simulator: "engine.ts (every queue of every scenario), entities.ts",
+  },
+  {
+    module: "variant-state.ts",
+    decides: "Active / Overloaded / Interfered / Loading / Inactive (`observeWindow`, `nextState`)",
+    service: "executor-cpu, executor-gpu (libs/executor worker.ts)",
+    simulator: "systems/infaas.ts monitor",
+  },
+  {
+    module: "model-actions.ts, model-autoscaler.ts",
+    decides: "INFaaS's model autoscaler: replicate, upgrade/downgrade, remove, place elsewhere",
+    service: "model-autoscaler (controller.ts)",
+    simulator: "systems/infaas.ts model autoscaler",
+  },
+  { module: "vm-autoscaler.ts", decides: "INFaaS's VM autoscaler: add, replace, remove workers", service: "— (workers are started by `npm start` / compose)", simulator: "systems/infaas.ts VM autoscaler" },
+  {
+    module: "forecast.ts, forecast-plan.ts",
+    decides: "MArk's predictor: per-minute max rates, Holt-Winters; the live choice of forecaster (`planForecast`)",
+    service: "forecaster (forecast.ts and forecast-plan.ts)",
+    simulator: "scenarios/mark-system.ts (forecast.ts only: it fits Holt-Winters on the history once)",
+  },
+  {
+    module: "provisioning.ts, overflow.ts, slo-monitor.ts, batch-tuning.ts, baselines-sagemaker.ts",
+    decides: "MArk: Algorithm 1 provisioning, Lambda overflow, SLO monitor, batch tuning; SageMaker target tracking",
+    service: "— (no live MArk provisioner yet)",
+    simulator: "scenarios/mark-system.ts (mark-twitter, mark-mmpp, combined); combined.ts (batch tuning of INFaaS's EC2 variants)",
+  },
+  {
+    module: "pipeline.ts, estimator.ts, planner.ts, tuner.ts, baselines-cg.ts, baselines-autoscale.ts",
+    decides: "InferLine: routing of a pipeline query (`pipelineRoute`), Estimator, Planner, Tuner; CG and AutoScale baselines",
+    service: "— (no live pipelines)",
+    simulator: "systems/inferline.ts (pipelineRoute, profiles), scenarios/inferline-*.ts (plans with the Estimator, judged on the engine)",
+  },
+  { module: "mix-optimizer.ts", decides: "INFaaS Table 3's cheapest mix of variants", service: "—", simulator: "scenarios/infaas-table3.ts" },
+  {
+    module: "profiling.ts, variant-generator.ts, variant-profile.ts, variant-price.ts",
+    decides: "profiling runs, variants generated at registration, profile → VariantProfile, price of a variant",
+    service: "executors (profiler, per-query cost), registrar, dispatcher, model-autoscaler",
+    simulator: "— (scenarios take their profiles from the papers, hardware.ts)",
+  },
+  {
+    module: "costs.ts, rng.ts, quantile.ts",
+    decides: "prices and billing; the seeded PRNG; quantiles",
+    service: "dispatcher (costs via dispatch.ts), executors (quantile)",
+    simulator: "billing.ts, engine.ts, workload.ts, stats.ts, the scenarios",
+  },
+];
+
+export function sharedModulesSection(): string[] {
+  return [
+    "## What the services and the simulator share",
+    "",
+    "Every decision rule exists once, in `libs/policy` (pure, time passed in); the live services and the simulator's systems call the same functions. " +
+      "The simulator's INFaaS is `libs/sim/src/systems/infaas.ts`, MArk and the SageMaker baseline `libs/sim/src/scenarios/mark-system.ts`, an InferLine pipeline " +
+      "`libs/sim/src/systems/inferline.ts`; the engine (`libs/sim/src/engine.ts`) batches and sheds with the executors' rule. InferLine's Estimator is the engine's fast " +
+      "path for pipelines (the Planner's inner loop); `libs/sim/test/estimator-vs-engine.test.ts` checks that the two agree, and the InferLine scenarios report what the engine measures.",
+    "",
+    markdownTable(ROWS.map((r) => ({ "libs/policy module": r.module, decides: r.decides, "live service (caller)": r.service, "simulator (caller)": r.simulator }))),
+    "",
+  ];
+}
