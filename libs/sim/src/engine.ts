@@ -216,6 +216,8 @@ export class Simulator {
   readonly byApp = new Map<string, AppStats>();
 
   private readonly heap = new EventHeap<Ev>();
+  /** Handled events, reused by `schedule` (a run schedules about two per query: no garbage for them). */
+  private readonly freeEvents: Ev[] = [];
   private seq = 0;
   private nextId = 0;
   private readonly streams: Stream[] = [];
@@ -401,14 +403,18 @@ export class Simulator {
     for (const s of this.streams) this.scheduleArrival(s);
     this.schedule(0, Kind.Sample, null);
     const hardStop = this.durationMs + this.drainMs;
+    const heap = this.heap;
+    const free = this.freeEvents;
     for (;;) {
-      const ev = this.heap.peek();
+      const ev = heap.peek();
       if (!ev || ev.t > hardStop) break;
       if (ev.t > this.durationMs && this.inFlight === 0) break;
-      this.heap.pop();
+      heap.pop();
       this.nowMs = ev.t;
       this.events++;
       this.handle(ev);
+      ev.ref = null;
+      free.push(ev);
     }
     const endMs = Math.max(this.nowMs, this.durationMs);
     this.nowMs = endMs;
@@ -477,7 +483,16 @@ export class Simulator {
   }
 
   private schedule(t: number, kind: Kind, ref: unknown): void {
-    this.heap.push({ t, seq: this.seq++, kind, ref });
+    const ev = this.freeEvents.pop();
+    if (ev === undefined) {
+      this.heap.push({ t, seq: this.seq++, kind, ref });
+    } else {
+      ev.t = t;
+      ev.seq = this.seq++;
+      ev.kind = kind;
+      ev.ref = ref;
+      this.heap.push(ev);
+    }
   }
 
   private scheduleArrival(s: Stream): void {

@@ -11,8 +11,9 @@
  * - per query on arrival, overflow.ts decides local vs Lambda (queue ahead / μ* + Wbatch + T(b) against
  *   the SLO: MArk §4.1's Bouncer);
  * - every minute: the per-minute max arrival rate (5 s samples, forecast.ts) is appended to the lane's
- *   history, Holt-Winters forecasts the next 60 minutes and provisioning.ts (MArk Algorithm 1) plans
- *   for t0 + 5 min; launches happen at once, destroys under the 6-plan limit;
+ *   history, the live forecaster's rule (forecast-plan.ts `planForecast`: last value, seasonal-naive or
+ *   Holt-Winters refitted every 60 minutes, by the history's length) forecasts the next 60 minutes and
+ *   provisioning.ts (MArk Algorithm 1) plans for t0 + 5 min; launches happen at once, destroys under the 6-plan limit;
  * - every 10 s: the reactive SLO monitor (slo-monitor.ts) may launch one c5.large (or the lane's
  *   cheapest type when c5.large cannot serve the model); the launch is added to the latest plan so that
  *   the 6-plan destroy limit protects it like a planned instance;
@@ -29,10 +30,10 @@
  * included), Lambda per request and GB-second.
  */
 import {
-  createRng, decideOverflow, fitHoltWinters, holtWinters, initialProvisioningState, initialSloMonitorState,
+  createRng, decideOverflow, initialProvisioningState, initialSloMonitorState, planForecast,
   initialTargetTrackingState, interpolateBatchLatency, maxRatePerUnit, observeRequests, planProvisioning,
   pricePerSecond, sampleExponential, samplePoisson, sloMonitorTick, targetTracking, tuneBatching,
-  type BatchTuning, type Forecaster, type InstanceTypeSpec, type ProvisioningState, type SloMonitorState,
+  type BatchTuning, type ForecastPlanState, type InstanceTypeSpec, type ProvisioningState, type SloMonitorState,
   type TargetTrackingState,
 } from "@sloserve/policy";
 import { Simulator, drop, type Machine, type Query, type Queue, type SimResult } from "../engine.js";
@@ -152,7 +153,10 @@ interface Lane {
   fleet: Fleet[];
   perSecond: number[];
   history: number[];
-  forecaster: Forecaster;
+  /** The forecaster's state (libs/policy planForecast, the rule the live forecaster service runs). */
+  forecast: ForecastPlanState;
+  /** The method of the last forecast. */
+  method: string;
   forecastFor: Map<number, number>;
   prov: ProvisioningState;
   monitor: SloMonitorState;
@@ -205,11 +209,8 @@ export function runMark(input: MarkRunInput): MarkRunResult {
       meetsSlo: batching[p.type]!.nbatch > 0, spot,
     }));
     const history = [...(input.history[i] ?? [])];
-    const forecaster = history.length >= 2 * input.season
-      ? holtWinters(fitHoltWinters(history, { season: input.season, every: 60 }).params)
-      : holtWinters({ alpha: 0.5, beta: 0, gamma: 0.1, season: input.season });
     return {
-      model, batching, types, history, forecaster,
+      model, batching, types, history, forecast: {}, method: "",
       queue: sim.addQueue({ name: model.name, shedLate: !sagemaker }),
       lambda: sim.addFunctionPool({ name: `lambda-${model.name}`, latencyMs: model.lambdaMs, coldStartMs: LAMBDA_COLD_START_MS, memoryGb: 3, keepAliveMs: 45 * 60_000 }),
       fleet: [], perSecond: [], forecastFor: new Map(), prov: initialProvisioningState, monitor: initialSloMonitorState,
@@ -263,6 +264,13 @@ export function runMark(input: MarkRunInput): MarkRunResult {
 
   let interruptions = 0;
   let monitorLaunches = 0;
+  /** The next 60 minutes' max rates, by the live forecaster's rule (planForecast: method choice, refits). */
+  const forecastOf = (lane: Lane): number[] => {
+    const plan = planForecast(lane.history, { season: input.season, horizon: 60 }, lane.forecast);
+    lane.forecast = plan.state;
+    lane.method = plan.method;
+    return plan.values;
+  };
   const applyPlan = (lane: Lane, forecastQps: number[], tau: number, bootMs = EC2_BOOT_MS): void => {
     const running = alive(lane).filter((f) => !f.interrupted && !f.standby);
     const d = planProvisioning({ forecastQps, types: lane.types, running: running.map((f) => ({ id: String(f.machine.id), type: f.type })), state: lane.prov, tau });
@@ -286,7 +294,7 @@ export function runMark(input: MarkRunInput): MarkRunResult {
         const s = launch(lane, f.type, STANDBY.resumeMs, { standby: true, market: "on-demand" });
         sim.at(sim.nowMs + STANDBY.holdMs, () => sim.terminateMachine(s.machine));
       }
-      applyPlan(lane, lane.forecaster.forecast(lane.history, 60), 5);
+      applyPlan(lane, forecastOf(lane), 5);
       sim.at(sim.nowMs + 120_000, () => sim.killMachine(f.machine));
     });
   }
@@ -302,7 +310,7 @@ export function runMark(input: MarkRunInput): MarkRunResult {
       const cap = lane.batching["c5.large"]!.throughputQps;
       for (let i = 0; i < Math.max(1, Math.ceil(qps / (cap / 2))); i++) launch(lane, "c5.large", 0);
     } else {
-      applyPlan(lane, lane.forecaster.forecast(lane.history, 60).map((x, i) => (i === 0 ? Math.max(x, qps) : x)), 1, 0);
+      applyPlan(lane, forecastOf(lane).map((x, i) => (i === 0 ? Math.max(x, qps) : x)), 1, 0);
     }
   }
 
@@ -329,7 +337,7 @@ export function runMark(input: MarkRunInput): MarkRunResult {
         // Scale-in removes the instances that were launched last.
         for (let i = 0; i < running.length - d.desired; i++) sim.terminateMachine(running[running.length - 1 - i]!.machine);
       } else {
-        const fc = lane.forecaster.forecast(lane.history, 60);
+        const fc = forecastOf(lane);
         lane.forecastFor.set(minute + 5, fc[4] ?? NaN); // made at the end of `minute`: fc[0] is minute + 1
         applyPlan(lane, fc, 5);
       }
@@ -362,7 +370,7 @@ export function runMark(input: MarkRunInput): MarkRunResult {
   return {
     system, sim: res, ec2Dollars: res.costDollars - lambdaDollars, lambdaDollars,
     lambdaShare: res.arrivals > 0 ? toLambda / res.arrivals : 0,
-    perMinute, interruptions, monitorLaunches, batching: lanes[0]!.batching, forecaster: lanes[0]!.forecaster.name,
+    perMinute, interruptions, monitorLaunches, batching: lanes[0]!.batching, forecaster: lanes[0]!.method,
     perLane: Object.fromEntries(lanes.map((l) => [l.model.name, l.queries])),
   };
 }
