@@ -3,6 +3,7 @@ import {
   decodeTensors,
   elementCount,
   subjects,
+  type Clock,
   type ModelRecord,
   type ProfileJob,
   type ProfileProgress,
@@ -30,6 +31,7 @@ export interface ProfileDeps {
   backends: BackendFactory;
   worker: string;
   log: Logger;
+  clock: Clock;
   /** Called now and then so that the job's message is not redelivered during a long run. */
   keepAlive?: () => void;
 }
@@ -94,7 +96,7 @@ async function accuracyOf(backend: ModelBackend, model: ModelRecord, validation:
 }
 
 export async function runProfile(job: ProfileJob, deps: ProfileDeps): Promise<VariantRecord[]> {
-  const { bus, store, backends, worker, log } = deps;
+  const { bus, store, backends, worker, log, clock } = deps;
   const model = await store.getModel(job.model);
   if (!model) throw new Error(`model ${job.model} is no longer registered`);
   const variants = (await Promise.all(job.variants.map((v) => store.getVariant(v)))).filter((v): v is VariantRecord => v !== undefined);
@@ -102,7 +104,7 @@ export async function runProfile(job: ProfileJob, deps: ProfileDeps): Promise<Va
   let step = 0;
   const steps = Math.log2(maxBatch) + 3; // load, batch sizes, accuracy
   const progress = (phase: ProfileProgress["phase"], message: string): void => {
-    const event: ProfileProgress = { model: job.model, job: job.id, hardware: job.hardware, phase, step, steps, message, worker, atMs: Date.now() };
+    const event: ProfileProgress = { model: job.model, job: job.id, hardware: job.hardware, phase, step, steps, message, worker, atMs: clock.now() };
     // Progress is for people watching; profiling goes on without it.
     bus.js.publish(subjects.profileProgress(job.model), JSON.stringify(event)).catch((err: unknown) => log.debug({ err, model: job.model, phase }, "profile progress not published"));
     deps.keepAlive?.();
@@ -137,7 +139,7 @@ export async function runProfile(job: ProfileJob, deps: ProfileDeps): Promise<Va
     }
     const accuracy = validation ? await accuracyOf(backend, model, validation, 64) : null;
     step = steps;
-    const profiledAtMs = Date.now();
+    const profiledAtMs = clock.now();
     const memoryBytes = Math.max(0, peakRss - rssBefore);
     const updated: VariantRecord[] = [];
     for (const v of variants) {

@@ -19,7 +19,7 @@ import type { BackendFactory } from "./backend.js";
 import { VariantInstance } from "./instance.js";
 import { runProfile } from "./profiler.js";
 import { mergeFigures } from "./stats.js";
-import { DEFAULT_VARIANT_STATE_CONFIG, nextState, observeWindow, type VariantStateMemory } from "@sloserve/policy";
+import { DEFAULT_VARIANT_STATE_CONFIG, nextState, observeWindow, windowedArrivalsQps, type VariantStateMemory } from "@sloserve/policy";
 
 /**
  * A worker process ("VM" in INFaaS terms): holds several variant instances, obeys load/unload
@@ -139,7 +139,7 @@ export class Worker {
         }
         const started = this.clock.now();
         try {
-          const updated = await runProfile(parsed.data, { bus: this.bus, store: this.store, backends: this.backends, worker: this.id, log: this.log, keepAlive: () => msg.working() });
+          const updated = await runProfile(parsed.data, { bus: this.bus, store: this.store, backends: this.backends, worker: this.id, log: this.log, clock: this.clock, keepAlive: () => msg.working() });
           this.log.info({ model: parsed.data.model, variants: updated.length, ms: this.clock.now() - started }, "profiled");
           msg.ack();
         } catch (err) {
@@ -260,12 +260,12 @@ export class Worker {
       let current = state;
       const memory = this.memories.get(name);
       if (variant?.profile && memory && (state === "active" || state === "overloaded" || state === "interfered")) {
-        const spanMs = history.reduce((sum, h) => sum + h.ms, 0);
+        const samples = history.map((h) => ({ atMs: h.atMs, seenAtMs: h.atMs, ms: h.ms, qps: { [name]: (h.arrivals * 1000) / Math.max(1, h.ms) } }));
         const obs = observeWindow(
           {
             instances: list.length,
             loading: 0,
-            qps: (history.reduce((sum, h) => sum + h.arrivals, 0) * 1000) / Math.max(1, spanMs),
+            qps: windowedArrivalsQps(samples)[name] ?? 0,
             peakQpsPerInstance: variant.profile.peakQps,
             batches: f.batches,
             observedBatchMs: f.observedBatchMs,

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { arrivalsReportSchema, commonEnvSchema, compileOptions, subjects } from "@sloserve/contracts";
-import { connectBus, runService } from "@sloserve/bus";
+import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
 import { Forecaster } from "./forecaster.js";
 
@@ -34,7 +34,7 @@ await runService("forecaster", process.env, async (log) => {
   const unitMs = options.UNIT_S * 1000;
   let timer: NodeJS.Timeout;
   const schedule = (): void => {
-    const now = Date.now();
+    const now = systemClock.now();
     const nextEnd = Math.floor(now / unitMs) * unitMs + unitMs;
     timer = setTimeout(() => {
       void forecaster.closeUnit(nextEnd).catch((err) => log.error({ err }, "forecast failed")).finally(schedule);

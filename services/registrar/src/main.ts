@@ -10,7 +10,7 @@ import {
   ErrorCode,
   ServeError,
 } from "@sloserve/contracts";
-import { connectBus, replyError, runService } from "@sloserve/bus";
+import { connectBus, replyError, runService, systemClock } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
 import { registerModel, unregisterModel } from "./register.js";
 import { quantizeWeightsInt8 } from "@sloserve/onnx";
@@ -75,7 +75,7 @@ await runService("registrar", process.env, async (log) => {
           }
           const parsed = registerRequestSchema.safeParse(body);
           if (!parsed.success) throw new ServeError(ErrorCode.badRequest, describeZodError(parsed.error));
-          const result = await registerModel(bus, store, parsed.data, Date.now(), registrarOptions);
+          const result = await registerModel(bus, store, parsed.data, systemClock.now(), registrarOptions);
           log.info({ requestId, model: result.model.name, app: result.model.app, variants: result.variants.length, profileJobs: result.profileJobs }, "model registered");
           msg.respond(encode(result));
         } catch (e) {

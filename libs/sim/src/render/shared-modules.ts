@@ -51,7 +51,7 @@ const ROWS: Row[] = [
     module: "forecast.ts, forecast-plan.ts",
     decides: "MArk's predictor: per-minute max rates, Holt-Winters; the live choice of forecaster (`planForecast`)",
     service: "forecaster (forecast.ts and forecast-plan.ts)",
-    simulator: "scenarios/mark-system.ts (forecast.ts only: it fits Holt-Winters on the history once)",
+    simulator: "scenarios/mark-system.ts (planForecast, as the forecaster service)",
   },
   {
     module: "provisioning.ts, overflow.ts, slo-monitor.ts, batch-tuning.ts, baselines-sagemaker.ts",

@@ -243,13 +243,10 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
 
   const monitorTick = (nowMs: number): void => {
     // States → selection index.
-    const workerRates = new Map<string, number>();
     for (const [name, v] of profiles) {
       const q = queueOf(name);
       const ready = q.replicas.filter((r) => r.state === "ready");
       const loadingN = q.replicas.filter((r) => r.state === "loading").length;
-      const rate = q.rateQps(nowMs, windowMs);
-      workerRates.set(name, rate);
       // The executor's observation, from the same figures (libs/policy observeWindow): arrivals over
       // the load window; batches and their observed and profiled times over the last second.
       const sec = Math.floor(nowMs / 1000) * 1000;
@@ -271,6 +268,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       if (step.changed) note("monitor", `${name}: ${prev.state} → ${step.memory.state}`, step.reason);
       if (ready.length > 0) activeSeconds.set(name, (activeSeconds.get(name) ?? 0) + (opts.modelPeriodMs ?? 1000) / 1000);
       const workers = new Map<string, number>();
+      const rate = obs.qps;
       for (const r of q.replicas) if (r.machine && r.state !== "draining") workers.set(r.machine.name, (workers.get(r.machine.name) ?? 0) + (ready.length > 0 && r.state === "ready" ? rate / ready.length : 0));
       index.setRuntime(name, { state: step.memory.state, instances: ready.length, qps: rate, workers: [...workers].map(([worker, qps]) => ({ worker, qps })) });
     }
