@@ -1,5 +1,5 @@
 import type { NatsConnection, MsgHdrs } from "@nats-io/transport-node";
-import { ErrorCode, ServeError, headers, contentTypes, isErrorCode } from "@sloserve/contracts";
+import { ErrorCode, ServeError, headers, contentTypes, isErrorCode, encodeTensors, tensorDataToJson, type Tensor } from "@sloserve/contracts";
 import { makeHeaders } from "./connection.js";
 
 const encoder = new TextEncoder();
@@ -17,6 +17,21 @@ export function replyError(nc: NatsConnection, subject: string | undefined, err:
   const e = toServeError(err);
   nc.publish(subject, encoder.encode(JSON.stringify(e.toJSON())), {
     headers: makeHeaders({ [headers.error]: e.code, [headers.contentType]: contentTypes.json, [headers.requestId]: requestId }),
+  });
+}
+
+/**
+ * Sends an inference answer to the caller's inbox in the encoding it asked for: Open Inference Protocol
+ * JSON (`json`: `extra`'s fields and `outputs` with their data as JSON arrays) or the binary tensor
+ * encoding (`extra` in its metadata). The executor answers its queries with it and the dispatcher its
+ * overflowed ones, so both look the same to the caller.
+ */
+export function replyInference(nc: NatsConnection, subject: string, outputs: readonly Tensor[], extra: Record<string, unknown>, options: { json: boolean; requestId: string | undefined }): void {
+  const payload = options.json
+    ? encoder.encode(JSON.stringify({ ...extra, outputs: outputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: tensorDataToJson(t) })) }))
+    : encodeTensors(outputs, extra);
+  nc.publish(subject, payload, {
+    headers: makeHeaders({ [headers.requestId]: options.requestId, [headers.contentType]: options.json ? contentTypes.json : contentTypes.wire }),
   });
 }
 

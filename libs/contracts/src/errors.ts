@@ -24,6 +24,11 @@ export const ErrorCode = {
   infeasible: "infeasible",
   deadlineExceeded: "deadline_exceeded",
   unavailable: "unavailable",
+  /** The serverless overflow path (function providers) is down: every circuit breaker open or every provider failed. */
+  overflowUnavailable: "overflow_unavailable",
+  unknownPipeline: "unknown_pipeline",
+  invalidPipeline: "invalid_pipeline",
+  pipelineExists: "pipeline_exists",
   internal: "internal",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -49,6 +54,10 @@ const httpStatusByCode: Record<ErrorCode, number> = {
   infeasible: 422,
   deadline_exceeded: 504,
   unavailable: 503,
+  overflow_unavailable: 503,
+  unknown_pipeline: 404,
+  invalid_pipeline: 400,
+  pipeline_exists: 409,
   internal: 500,
 };
 

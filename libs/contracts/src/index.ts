@@ -7,3 +7,4 @@ export * from "./schemas.js";
 export * from "./config.js";
 export * from "./oip.js";
 export * from "./clock.js";
+export * from "./pipelines.js";

@@ -57,8 +57,27 @@ export const arrivalsReportSchema = z.object({
   models: z.record(z.string(), z.object({ queries: z.number().int().nonnegative(), minSloMs: z.number().nullable() })),
   /** Model-less queries refused as infeasible. */
   infeasible: z.number().int().nonnegative(),
+  /** Queries sent to the function provider (serverless overflow), those of them it failed, and their cost in dollars; absent: none. */
+  overflowed: z.number().int().nonnegative().optional(),
+  overflowFailed: z.number().int().nonnegative().optional(),
+  overflowCostDollars: z.number().nonnegative().optional(),
 });
 export type ArrivalsReport = z.infer<typeof arrivalsReportSchema>;
+
+/** Published every unit by the forecaster on `forecast.<app>` (MArk §4.2). */
+export const forecastMessageSchema = z.object({
+  app: z.string(),
+  atMs: z.number(),
+  unitS: z.number().positive(),
+  sampleS: z.number().positive(),
+  method: z.string(),
+  /** The last observed unit's max rate, queries/s. */
+  observed: z.number().nonnegative(),
+  /** Max rate per unit for the next `values.length` units, queries/s. */
+  values: z.array(z.number()),
+  historyUnits: z.number().int().nonnegative(),
+});
+export type ForecastMessage = z.infer<typeof forecastMessageSchema>;
 
 /** A registered model: what the registrar stores in Redis and announces on the bus. */
 export const modelRecordSchema = z.object({
@@ -208,6 +227,45 @@ export const scaleResultSchema = z.object({
 });
 export type ScaleResult = z.infer<typeof scaleResultSchema>;
 
+/** A request to the VM autoscaler on `scale.vm` (the model autoscaler's escalation): a worker of `hardware`. */
+export const scaleVmRequestSchema = z.object({
+  action: z.literal("add"),
+  hardware: hardwareSchema,
+  /** The variant that fits on no running worker, and how many instances of it. */
+  variant: longName,
+  count: z.number().int().positive().default(1),
+  reason: z.string(),
+  atMs: z.number(),
+});
+export type ScaleVmRequest = z.infer<typeof scaleVmRequestSchema>;
+
+/** The VM autoscaler's summary of machines and money on `metrics.cost` (every few seconds). */
+export const costSummarySchema = z.object({
+  atMs: z.number(),
+  /** Dollars since the autoscaler started, all instances it launched (EC2 billing: per second, 60 s minimum). */
+  totalDollars: z.number().nonnegative(),
+  /** What the running instances cost per hour now. */
+  dollarsPerHour: z.number().nonnegative(),
+  byMarket: z.array(z.object({ provider: z.string(), market: z.enum(["on-demand", "spot"]), dollars: z.number().nonnegative(), dollarsPerHour: z.number().nonnegative(), running: z.number().int().nonnegative() })),
+  /** Workers by hardware kind and state (booting, running, draining, lost), ours and the others. */
+  workers: z.array(z.object({ kind: z.string(), state: z.string(), count: z.number().int().nonnegative() })),
+  instances: z.array(
+    z.object({
+      id: z.string(),
+      worker: z.string(),
+      kind: z.string(),
+      instanceType: z.string(),
+      market: z.enum(["on-demand", "spot"]),
+      state: z.string(),
+      pricePerHour: z.number().nonnegative(),
+      launchedAtMs: z.number(),
+      endedAtMs: z.number().nullable(),
+      dollars: z.number().nonnegative(),
+    }),
+  ),
+});
+export type CostSummary = z.infer<typeof costSummarySchema>;
+
 /** Register request to the registrar: the binary is already in the object store under `upload`. */
 export const registerRequestSchema = z.object({
   model: z.string(),
@@ -261,3 +319,21 @@ export const profileProgressSchema = z.object({
   atMs: z.number(),
 });
 export type ProfileProgress = z.infer<typeof profileProgressSchema>;
+
+/**
+ * A spot instance will be taken back (`events.spot.<worker>`): published once by the spot watcher
+ * running beside the executor when the instance metadata service shows an instance action (EC2 gives
+ * two minutes' notice). The VM autoscaler drains and replaces the worker.
+ */
+export const spotNoticeSchema = z.object({
+  worker: longName,
+  /** The EC2 instance id, as the instance metadata service gives it. */
+  instanceId: z.string().min(1),
+  /** What EC2 will do: "terminate", "stop" or "hibernate". */
+  action: z.enum(["terminate", "stop", "hibernate"]),
+  /** When EC2 will act, epoch ms. */
+  terminateAtMs: z.number(),
+  /** When the watcher saw the notice, epoch ms. */
+  atMs: z.number(),
+});
+export type SpotNotice = z.infer<typeof spotNoticeSchema>;

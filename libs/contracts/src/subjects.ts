@@ -11,6 +11,8 @@ export const subjects = {
   inferModel: (model: string) => `infer.model.${model}`,
   /** Variant-specific query (request/reply, dispatcher queue group). */
   inferVariant: (variant: string) => `infer.variant.${variant}`,
+  /** Pipeline query (request/reply, dispatcher queue group): runs the pipeline's DAG of stages. */
+  inferPipeline: (pipeline: string) => `infer.pipeline.${pipeline}`,
   inferAll: "infer.>",
   /** JetStream work queue of one variant; every replica pulls from the same durable consumer. */
   queue: (variant: string) => `q.${variant}`,
@@ -29,6 +31,16 @@ export const subjects = {
   modelRegistered: (model: string) => `registry.event.registered.${model}`,
   modelUnregistered: (model: string) => `registry.event.unregistered.${model}`,
   registryEvents: "registry.event.>",
+  /** Pipeline registry: requests (dispatcher queue group) and events (payload: the pipeline record, or its name). */
+  registerPipeline: "registry.request.pipeline.register",
+  unregisterPipeline: "registry.request.pipeline.unregister",
+  listPipelines: "registry.request.pipeline.list",
+  pipelineRegistered: (pipeline: string) => `registry.event.pipeline.registered.${pipeline}`,
+  pipelineUnregistered: (pipeline: string) => `registry.event.pipeline.unregistered.${pipeline}`,
+  pipelineEvents: "registry.event.pipeline.>",
+  /** Per-second pipeline counters from each dispatcher (queries, SLO misses, p99, s_m): tuner and dashboard. */
+  pipelineMetrics: (pipeline: string) => `metrics.pipeline.${pipeline}`,
+  pipelineMetricsAll: "metrics.pipeline.*",
   /** Variants of a model were profiled (payload: the updated variant records). */
   modelProfiled: (model: string) => `registry.event.profiled.${model}`,
   /** Profiling progress of a model. */
@@ -37,6 +49,10 @@ export const subjects = {
   profileJob: (hardware: string) => `profile.job.${hardware}`,
   /** Requests to the VM autoscaler (add a worker of a hardware kind). */
   scaleVm: "scale.vm",
+  /** What the VM autoscaler did (launched, terminated, reloaded), per worker, or per kind for launches. */
+  vmResult: (workerOrKind: string) => `scale.result.vm.${workerOrKind}`,
+  /** The VM autoscaler's periodic cost and fleet summary (dashboard). */
+  costSummary: "metrics.cost",
   /** Every scaling decision, with its reason (model autoscaler, VM autoscaler, dispatcher loads). */
   decision: (source: string, worker: string) => `decision.${source}.${worker}`,
   decisionsAll: "decision.>",
@@ -46,6 +62,9 @@ export const subjects = {
   /** Per-second query arrivals of an app, by model, from each dispatcher (input of the autoscalers and forecaster). */
   arrivals: (app: string) => `metrics.arrivals.${app}`,
   arrivalsAll: "metrics.arrivals.*",
+  /** A spot instance's interruption notice, from the spot watcher beside its executor (libs/providers). */
+  spotNotice: (worker: string) => `events.spot.${worker}`,
+  spotNoticeAll: "events.spot.*",
 } as const;
 
 export const streams = {
@@ -54,7 +73,7 @@ export const streams = {
   /** Worker metrics: limits retention, one hour. */
   metrics: { name: "METRICS", subjects: ["metrics.>"] },
   /** State transitions and registry events: limits retention. */
-  events: { name: "EVENTS", subjects: ["state.>", "registry.event.>", "scale.result.>", "decision.>", "forecast.>"] },
+  events: { name: "EVENTS", subjects: ["state.>", "registry.event.>", "scale.result.>", "decision.>", "forecast.>", "events.spot.*"] },
   /** Scaling commands: work-queue retention. */
   scale: { name: "SCALE", subjects: ["scale.model.>", "scale.vm"] },
   /** Profiling jobs: work-queue retention; a job waits until a worker of its hardware takes it. */
@@ -93,6 +112,13 @@ export const headers = {
   sloLatencyMs: "x-slo-latency-ms",
   sloMinAccuracy: "x-slo-min-accuracy",
   sloMaxCost: "x-slo-max-cost",
+  /**
+   * "1": run the query even when it can no longer meet x-deadline-ms (a pipeline stage: InferLine keeps
+   * SLOs by re-scaling, not by rejecting; a late pipeline query is answered and counted as a miss).
+   */
+  lateOk: "x-late-ok",
+  /** A pipeline query's parameter overrides, JSON (`{"threshold": 0.95}`). */
+  pipelineParams: "x-pipeline-params",
 } as const;
 
 export const contentTypes = {

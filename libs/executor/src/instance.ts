@@ -2,19 +2,16 @@ import { AckPolicy, DeliverPolicy, type JsMsg, type ConsumerMessages } from "@na
 import {
   ErrorCode,
   ServeError,
-  contentTypes,
   decodeTensors,
-  encodeTensors,
   headers,
   queueConsumer,
   streams,
   subjects,
-  tensorDataToJson,
   type Clock,
   type Tensor,
   type VariantRecord,
 } from "@sloserve/contracts";
-import { makeHeaders, replyError, type Bus, type Logger } from "@sloserve/bus";
+import { replyError, replyInference, type Bus, type Logger } from "@sloserve/bus";
 import { cannotFinishInTime, planBatch, profiledLatencyAt, RunTimeEstimate, variantPricePerSecond, type BatchPolicy, type BatchQueueView } from "@sloserve/policy";
 import type { ModelBackend } from "./backend.js";
 import { WindowStats } from "./stats.js";
@@ -47,9 +44,6 @@ class PendingQueue implements BatchQueueView {
     return (this.items[i] as Pending).deadlineMs;
   }
 }
-
-
-const encoder = new TextEncoder();
 
 /** How long JetStream waits for an ack before redelivering a query to another replica. */
 export const ACK_WAIT_MS = 6_000;
@@ -137,7 +131,8 @@ export class VariantInstance {
           msg,
           queuedAtMs: Number.isFinite(enq) && enq > 0 ? Math.min(enq, now) : now,
           receivedAtMs: now,
-          deadlineMs: Number.isFinite(deadline) && deadline > 0 ? deadline : Infinity,
+          // x-late-ok (a pipeline stage): run it even when late, so it gets no deadline to be shed by.
+          deadlineMs: Number.isFinite(deadline) && deadline > 0 && msg.headers?.get(headers.lateOk) !== "1" ? deadline : Infinity,
         });
         this.stats.arrivals++;
         this.schedule();
@@ -243,15 +238,7 @@ export class VariantInstance {
         timing_ms: timing,
         cost_dollars: costPerQuery,
       };
-      if (replyTo) {
-        const json = l.p.msg.headers?.get(headers.accept) === "json";
-        const payload = json
-          ? encoder.encode(JSON.stringify({ ...extra, outputs: out.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: tensorDataToJson(t) })) }))
-          : encodeTensors(out, extra);
-        this.bus.nc.publish(replyTo, payload, {
-          headers: makeHeaders({ [headers.requestId]: l.requestId, [headers.contentType]: json ? contentTypes.json : contentTypes.wire }),
-        });
-      }
+      if (replyTo) replyInference(this.bus.nc, replyTo, out, extra, { json: l.p.msg.headers?.get(headers.accept) === "json", requestId: l.requestId });
       l.p.msg.ack();
       this.stats.served++;
       if (this.log.isLevelEnabled("debug")) this.log.debug({ requestId: l.requestId, batch: live.length, timing }, "query served");

@@ -90,6 +90,10 @@ export const LAMBDA_PRICING: LambdaPricing = { perRequest: 0.0000002, perGbSecon
  * Example: 380 ms at 3 GB → 2e-7 + 3 · 0.380 · 1.66667e-5 = $0.0000192.
  */
 export function lambdaCost(durationMs: number, memoryGb: number, pricing: LambdaPricing = LAMBDA_PRICING): number {
-  const billedMs = Math.ceil(Math.max(0, durationMs) / pricing.roundingMs - 1e-9) * pricing.roundingMs;
-  return pricing.perRequest + memoryGb * (billedMs / 1000) * pricing.perGbSecond;
+  return pricing.perRequest + memoryGb * (lambdaBilledMs(durationMs, pricing) / 1000) * pricing.perGbSecond;
+}
+
+/** The duration Lambda bills for a run of `durationMs`: rounded up to `roundingMs` (380.2 ms → 381 ms). */
+export function lambdaBilledMs(durationMs: number, pricing: LambdaPricing = LAMBDA_PRICING): number {
+  return Math.ceil(Math.max(0, durationMs) / pricing.roundingMs - 1e-9) * pricing.roundingMs;
 }

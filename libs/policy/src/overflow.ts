@@ -2,14 +2,27 @@
  * Serverless overflow, per query: MArk §4.1 ("Bouncer": a request that cannot be served within RTmax
  * goes to Lambda at once) with the estimate of DESIGN §3 "Serverless overflow".
  *
- *   estimated completion = queue ahead / μ* + Wbatch + T(Nbatch)
+ *   estimated completion = startup + queue ahead / μ* + Wbatch + T(Nbatch)
  *
  * where μ* is the local serving rate (all local replicas of the variant, with batching) and Wbatch,
  * T(Nbatch) come from batch tuning. The query is served locally when the estimate fits in its remaining
  * SLO budget, else sent to the function provider. The estimate is deliberately pessimistic: it charges
  * the full Wbatch even when a queue exists (a full batch would leave at once), so overflow errs towards
  * meeting the SLO at Lambda's price. Planning ignores function cost (as MArk does); accounting does not.
+ *
+ * `startup` is ours (the paper's Bouncer runs on an instance that is up): when nothing serves the
+ * variant yet but capacity is on its way (an instance loading), the query could still be served
+ * locally once it is up; `startup` is how long that takes (the live dispatcher charges the whole
+ * profiled load latency, not knowing when the load began). With nothing serving and nothing starting
+ * there is no local capacity: the estimate is infinite and the query overflows.
+ *
+ * {@link overflowInputFor} builds the input from what a caller sees of the variant's capacity (the
+ * live dispatcher: instance counts from state events and worker reports, the variant's profile; the
+ * simulator: its ready replicas), so both map the same figures the same way. {@link drainBacklog} is
+ * the live dispatcher's estimate of the queue ahead between worker reports (the simulator sees its
+ * queues exactly).
  */
+import { profiledLatencyAt } from "./profiling.js";
 
 export interface OverflowInput {
   /** Queries waiting ahead of this one on the local path. */
@@ -22,6 +35,8 @@ export interface OverflowInput {
   batchLatencyMs: number;
   /** SLO budget left for this query (its deadline minus now), ms. */
   remainingBudgetMs: number;
+  /** Time until the local capacity in `serviceRateQps` starts serving, ms (0: it serves now). @default 0 */
+  startupMs?: number;
 }
 
 export type OverflowAction = "local" | "overflow";
@@ -36,7 +51,7 @@ export interface OverflowDecision {
 /** Estimated local completion time of a query that joins the queue now, ms. */
 export function estimateLocalCompletionMs(input: Omit<OverflowInput, "remainingBudgetMs">): number {
   if (input.serviceRateQps <= 0) return Infinity;
-  return (1000 * input.queueAhead) / input.serviceRateQps + input.wbatchMs + input.batchLatencyMs;
+  return (input.startupMs ?? 0) + (1000 * input.queueAhead) / input.serviceRateQps + input.wbatchMs + input.batchLatencyMs;
 }
 
 /** Serve locally or overflow to functions (MArk §4.1). */
@@ -49,4 +64,104 @@ export function decideOverflow(input: OverflowInput): OverflowDecision {
     return { action: "local", estimatedMs, reason: `estimated ${estimatedMs.toFixed(1)} ms ≤ budget ${input.remainingBudgetMs.toFixed(1)} ms` };
   }
   return { action: "overflow", estimatedMs, reason: `estimated ${estimatedMs.toFixed(1)} ms > budget ${input.remainingBudgetMs.toFixed(1)} ms` };
+}
+
+/** Identical local instances of a variant: one group per variant live, one per replica in the simulator. */
+export interface OverflowCapacity {
+  instances: number;
+  /** Profiled peak throughput of one instance (at its max batch), queries/s. */
+  peakQpsPerInstance: number;
+  /** Wbatch, ms. */
+  wbatchMs: number;
+  /** T(Nbatch): profiled latency of a full batch, ms. */
+  batchLatencyMs: number;
+}
+
+/** What a caller sees of the local path of one query's variant. */
+export interface OverflowView {
+  /** Capacity serving now (live: Active, Overloaded and Interfered instances; simulator: ready replicas). */
+  serving: readonly OverflowCapacity[];
+  /**
+   * Capacity on its way (instances loading or a load asked for) and how long until it serves, ms.
+   * Counts only when nothing serves now.
+   */
+  starting?: { capacity: readonly OverflowCapacity[]; inMs: number };
+  /** Queries waiting ahead of this one on the local path. */
+  queueAhead: number;
+  nowMs: number;
+  /** The query's absolute deadline, ms. */
+  deadlineMs: number;
+}
+
+/**
+ * The overflow input from what the caller sees: μ* = Σ instances × peak QPS of the serving capacity,
+ * Wbatch and T(Nbatch) the largest among it (a query may land on any replica), the remaining budget
+ * the deadline minus now. With nothing serving, the starting capacity stands in, with its start-up
+ * time; with neither, μ* = 0 (no local capacity).
+ */
+export function overflowInputFor(view: OverflowView): OverflowInput {
+  const up = totalRate(view.serving);
+  const starting = up > 0 ? undefined : view.starting;
+  const groups = starting ? starting.capacity : view.serving;
+  let wbatchMs = 0;
+  let batchLatencyMs = 0;
+  for (const g of groups) {
+    if (g.instances <= 0) continue;
+    wbatchMs = Math.max(wbatchMs, g.wbatchMs);
+    batchLatencyMs = Math.max(batchLatencyMs, g.batchLatencyMs);
+  }
+  return {
+    queueAhead: view.queueAhead,
+    serviceRateQps: starting ? totalRate(starting.capacity) : up,
+    wbatchMs,
+    batchLatencyMs,
+    remainingBudgetMs: view.deadlineMs - view.nowMs,
+    ...(starting ? { startupMs: starting.inMs } : {}),
+  };
+}
+
+function totalRate(groups: readonly OverflowCapacity[]): number {
+  let qps = 0;
+  for (const g of groups) if (g.instances > 0) qps += g.instances * g.peakQpsPerInstance;
+  return qps;
+}
+
+/** The figures of a variant record that its overflow capacity needs. */
+export interface OverflowVariant {
+  maxBatch: number;
+  batchWaitMs: number;
+  profile: { peakQps: number; latencyMs: Readonly<Record<string, number>>; loadLatencyMs: number } | null;
+}
+
+/**
+ * `instances` instances of a profiled variant as overflow capacity: peak QPS from the profile, Wbatch
+ * the variant's batch wait, T(Nbatch) the profiled latency at its max batch (profiledLatencyAt's rule:
+ * the smallest profiled batch holding it). Undefined for an unprofiled variant: without a profile there
+ * is no estimate, and the caller serves the query locally.
+ */
+export function variantOverflowCapacity(variant: OverflowVariant, instances: number): OverflowCapacity | undefined {
+  const p = variant.profile;
+  if (!p || p.peakQps <= 0 || Object.keys(p.latencyMs).length === 0) return undefined;
+  return { instances, peakQpsPerInstance: p.peakQps, wbatchMs: variant.batchWaitMs, batchLatencyMs: profiledLatencyAt(p.latencyMs, variant.maxBatch) };
+}
+
+/** A dispatcher's estimate of the queries waiting in one variant's queue, at `atMs`. */
+export interface BacklogEstimate {
+  queries: number;
+  atMs: number;
+}
+
+/**
+ * The backlog estimate brought to `nowMs`: drained at μ* since it was last brought up to date (a fluid
+ * queue; never below 0). The caller adds one for each query it queues. Why: the workers' one-second
+ * reports give only the queries each replica holds (its prefetch, at most two batches), not what
+ * waits in the JetStream queue, and they are up to a second old; during a burst the queue ahead is
+ * what the dispatcher itself has put there since. With several dispatchers each counts its own share
+ * (a caveat: the estimate is low by what the others queued), so callers take the larger of this and
+ * the reported queue.
+ */
+export function drainBacklog(estimate: BacklogEstimate | undefined, nowMs: number, serviceRateQps: number): BacklogEstimate {
+  if (!estimate) return { queries: 0, atMs: nowMs };
+  const elapsedMs = Math.max(0, nowMs - estimate.atMs);
+  return { queries: Math.max(0, estimate.queries - (serviceRateQps * elapsedMs) / 1000), atMs: Math.max(nowMs, estimate.atMs) };
 }

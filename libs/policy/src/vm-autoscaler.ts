@@ -17,7 +17,8 @@
  * with load for `idleMs` (5 min), when the workers of its kind that remain offer at least
  * `removeCapacityFactor` (1.2) × the forecast load of that kind (or the current load without a
  * forecast), and at least `minWorkersPerKind` remain. One removal per kind per tick, so capacity
- * steps down gently.
+ * steps down gently. A worker marked `removable: false` (the caller's guards: not its own to
+ * terminate, inside its billing minimum) keeps its idle clock but is never removed.
  *
  * Pure: `vmAutoscale(ctx) -> { decisions, state }`; the per-worker idle clocks are carried in `state`.
  */
@@ -37,6 +38,9 @@ export interface VmAutoscalerConfig {
   minWorkersPerKind: number;
   /** @default Infinity */
   maxWorkersPerKind: number;
+  /** Per-kind overrides of the two limits above. @default {} */
+  minWorkersByKind?: Readonly<Record<string, number>>;
+  maxWorkersByKind?: Readonly<Record<string, number>>;
 }
 
 export const DEFAULT_VM_AUTOSCALER_CONFIG: VmAutoscalerConfig = {
@@ -66,6 +70,8 @@ export interface VmWorkerView {
   lastHeartbeatMs: number;
   /** Variants it runs (to restore on a replacement). */
   variants: string[];
+  /** False: never removed by the idle rule (it still counts as capacity). @default true */
+  removable?: boolean;
 }
 
 export interface PendingPlacement {
@@ -130,6 +136,8 @@ export function vmAutoscale(ctx: VmAutoscalerContext): VmAutoscalerResult {
     // A replacement launched this tick is booting capacity of its kind too.
     const booting = all.length - up.length + ctx.workers.filter((w) => w.kind === kind && lost.has(w.name)).length;
     const pending = (ctx.pending ?? []).filter((p) => p.kind === kind);
+    const maxWorkers = cfg.maxWorkersByKind?.[kind] ?? cfg.maxWorkersPerKind;
+    const minWorkers = cfg.minWorkersByKind?.[kind] ?? cfg.minWorkersPerKind;
     const reasons: string[] = [];
     if (up.length > 0 && up.every((w) => w.utilization > cfg.utilizationThreshold)) {
       reasons.push(`utilisation above ${pct(cfg.utilizationThreshold)} on all ${up.length} ${kind} worker(s) (min ${pct(Math.min(...up.map((w) => w.utilization)))})`);
@@ -142,7 +150,7 @@ export function vmAutoscale(ctx: VmAutoscalerContext): VmAutoscalerResult {
     if (pending.length > 0) reasons.push(`placement of ${pending.map((p) => `${p.count}×${p.variant}`).join(", ")} fits on no running ${kind} worker`);
     if (reasons.length > 0) {
       if (booting > 0) decisions.push({ action: "hold", kind, reason: `${reasons.join("; ")}; ${booting} ${kind} worker(s) already booting` });
-      else if (all.length >= cfg.maxWorkersPerKind) decisions.push({ action: "hold", kind, reason: `${reasons.join("; ")}; at the limit of ${cfg.maxWorkersPerKind} ${kind} worker(s)` });
+      else if (all.length >= maxWorkers) decisions.push({ action: "hold", kind, reason: `${reasons.join("; ")}; at the limit of ${maxWorkers} ${kind} worker(s)` });
       else decisions.push({ action: "add", kind, count: 1, reason: reasons.join("; ") });
       // A kind that needs more capacity removes none.
       for (const w of all) if (!w.serving) idleSinceMs[w.name] = prevIdle[w.name] ?? ctx.nowMs;
@@ -155,10 +163,10 @@ export function vmAutoscale(ctx: VmAutoscalerContext): VmAutoscalerResult {
       if (w.serving) continue;
       const since = prevIdle[w.name] ?? ctx.nowMs;
       idleSinceMs[w.name] = since;
-      if (removed || ctx.nowMs - since < cfg.idleMs) continue;
+      if (removed || ctx.nowMs - since < cfg.idleMs || w.removable === false) continue;
       const remaining = all.filter((o) => o !== w);
       const remainingCap = remaining.reduce((s, o) => s + o.capacityQps, 0);
-      if (remaining.length < cfg.minWorkersPerKind) continue;
+      if (remaining.length < minWorkers) continue;
       if (remainingCap + 1e-9 < cfg.removeCapacityFactor * forecast) continue;
       removed = true;
       delete idleSinceMs[w.name];

@@ -83,16 +83,30 @@ export interface FunctionResult {
   durationMs: number;
   billedMs: number;
   coldStart: boolean;
+  /**
+   * Of `durationMs`, the cold start: container start and model load, ms (0 or absent when warm).
+   * Optional: added with the function providers; Lambda reports it when its log tail shows "Init Duration".
+   */
+  initMs?: number;
   memoryMb: number;
   /** Dollars for this invocation (requests + GB-seconds). */
   costDollars: number;
 }
 
+export interface PrewarmOptions {
+  /** A model object each warmed container loads (added with the function providers; optional). */
+  object?: string;
+}
+
 export interface FunctionProvider {
   readonly name: string;
   invoke(request: FunctionRequest): Promise<FunctionResult>;
-  /** Starts n containers ahead of a forecast surge or a capacity loss (MArk §4.5). */
-  prewarm(n: number): Promise<void>;
+  /**
+   * Starts n containers ahead of a forecast surge or a capacity loss (MArk §4.5): makes sure n exist
+   * (or n hold `options.object`), so asking again for the same n starts nothing. Lambda: n concurrent
+   * warm-up pings.
+   */
+  prewarm(n: number, options?: PrewarmOptions): Promise<void>;
   stats(): { invocations: number; coldStarts: number; errors: number; costDollars: number };
   close(): Promise<void>;
 }

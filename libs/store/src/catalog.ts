@@ -91,6 +91,18 @@ export class Catalog {
     return this.byApp.get(app) ?? [];
   }
 
+  /** A known model's inputs and outputs (pipeline checks: libs/policy `PipelineEnvironment.model`). */
+  signature(model: string): { inputs: ModelRecord["inputs"]; outputs: ModelRecord["outputs"] } | undefined {
+    const m = this.models.get(model);
+    return m ? { inputs: m.inputs, outputs: m.outputs } : undefined;
+  }
+
+  /** An app's signature: its models share their inputs; the outputs of the first (in name order). */
+  appSignature(app: string): { inputs: ModelRecord["inputs"]; outputs: ModelRecord["outputs"] } | undefined {
+    const m = this.modelsOfApp(app)[0];
+    return m ? { inputs: m.inputs, outputs: m.outputs } : undefined;
+  }
+
   /** The model from memory, else from Redis (then remembered). */
   async getModel(name: string): Promise<ModelRecord | undefined> {
     const known = this.models.get(name);

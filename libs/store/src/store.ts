@@ -8,10 +8,12 @@ import {
   type VariantState,
   type WorkerReport,
   type Hardware,
+  pipelineRecordSchema,
+  type PipelineRecord,
 } from "@sloserve/contracts";
 
 /**
- * Metadata in Redis (DESIGN.md §2 "Metadata"). Static: models and their variants. Dynamic: worker
+ * Metadata in Redis (DESIGN.md §2 "Metadata"). Static: models and their variants; pipeline specs. Dynamic: worker
  * heartbeats (with a TTL, so a dead worker disappears by itself), variant instances per worker, and
  * the forecaster's per-app history of unit max arrival rates (so a restart keeps what it learnt).
  * Services read it at start-up and on cache misses; the query path reads in-memory views instead.
@@ -40,6 +42,8 @@ const key = {
   workers: `${P}:workers`,
   instances: `${P}:instances`,
   forecastHistory: (app: string) => `${P}:forecast:${app}:history`,
+  pipeline: (name: string) => `${P}:pipeline:${name}`,
+  pipelines: `${P}:pipelines`,
 };
 
 export class MetadataStore {
@@ -172,5 +176,33 @@ export class MetadataStore {
   /** An app's forecast history (unit max arrival rates, queries/s), oldest first; empty when none. */
   async getForecastHistory(app: string): Promise<number[]> {
     return (await this.redis.lrange(key.forecastHistory(app), 0, -1)).map(Number);
+  }
+
+  /** Stores a new pipeline spec; false if the name is taken (atomic check). */
+  async createPipeline(record: PipelineRecord): Promise<boolean> {
+    const created = await this.redis.set(key.pipeline(record.spec.name), JSON.stringify(record), "NX");
+    if (created !== "OK") return false;
+    await this.redis.sadd(key.pipelines, record.spec.name);
+    return true;
+  }
+
+  async getPipeline(name: string): Promise<PipelineRecord | undefined> {
+    const raw = await this.redis.get(key.pipeline(name));
+    return raw ? pipelineRecordSchema.parse(JSON.parse(raw)) : undefined;
+  }
+
+  async listPipelines(): Promise<PipelineRecord[]> {
+    const names = (await this.redis.smembers(key.pipelines)).sort();
+    if (names.length === 0) return [];
+    const raws = await this.redis.mget(names.map(key.pipeline));
+    return raws.filter((r): r is string => r !== null).map((r) => pipelineRecordSchema.parse(JSON.parse(r)));
+  }
+
+  /** Removes a pipeline; the removed record, or undefined if there was none. */
+  async deletePipeline(name: string): Promise<PipelineRecord | undefined> {
+    const record = await this.getPipeline(name);
+    if (!record) return undefined;
+    await this.redis.multi().del(key.pipeline(name)).srem(key.pipelines, name).exec();
+    return record;
   }
 }

@@ -43,18 +43,33 @@ export class ClusterView {
     this.recomputeLoad();
   }
 
-  /** Forgets workers whose heartbeat is older than WORKER_STALE_MS. */
-  prune(nowMs: number): string[] {
-    const gone: string[] = [];
+  /** Forgets workers whose heartbeat is older than WORKER_STALE_MS; returns their last reports (the capacity lost). */
+  prune(nowMs: number): WorkerReport[] {
+    const gone: WorkerReport[] = [];
     for (const [id, w] of this.workers) {
       if (nowMs - w.seenAtMs > WORKER_STALE_MS) {
         this.workers.delete(id);
         for (const byWorker of this.instances.values()) byWorker.delete(id);
-        gone.push(id);
+        gone.push(w.report);
       }
     }
     if (gone.length) this.recomputeLoad();
     return gone;
+  }
+
+  /**
+   * Instances of a variant serving queries now (Active, Overloaded or Interfered), summed over workers:
+   * a worker's latest report gives how many it runs; a worker not in it yet (a state event came first)
+   * counts one.
+   */
+  servingInstances(variant: string): number {
+    let n = 0;
+    for (const [worker, state] of this.instances.get(variant) ?? []) {
+      if (state !== "active" && state !== "overloaded" && state !== "interfered") continue;
+      const reported = this.workers.get(worker)?.report.variants.find((v) => v.variant === variant);
+      n += reported ? Math.max(1, reported.instances) : 1;
+    }
+    return n;
   }
 
   private recomputeLoad(): void {

@@ -17,6 +17,7 @@ import {
   subjects,
   type Clock,
   type ModelRecord,
+  type ArrivalsReport,
   type ScaleCommand,
   type TensorSpec,
   type VariantRecord,
@@ -39,6 +40,7 @@ import {
 import type { ClusterView } from "./cluster.js";
 import type { SelectionView } from "./selection-view.js";
 import type { ArrivalCounter } from "./arrivals.js";
+import type { OverflowPath } from "./overflow.js";
 
 /** How often a rescue looks again for queries an unloaded replica held (a little over the ack wait). */
 const RESCUE_RECHECK_MS = 6_500;
@@ -78,7 +80,20 @@ export class Dispatcher {
     private readonly arrivals: ArrivalCounter,
     private readonly log: Logger,
     private readonly clock: Clock,
+    /** Serverless overflow (OVERFLOW); undefined: off, every query is queued. */
+    private readonly overflow?: OverflowPath,
   ) {}
+
+  /**
+   * Once a second: forgets workers whose heartbeat is lost (and pre-warms functions for the load they
+   * carried, when overflow is on), and returns the arrival reports to publish.
+   */
+  tick(nowMs: number): ArrivalsReport[] {
+    const lost = this.cluster.prune(nowMs);
+    for (const r of lost) this.log.warn({ worker: r.worker, variants: r.variants.map((v) => v.variant) }, "worker heartbeat lost");
+    if (lost.length > 0 && this.overflow) void this.overflow.capacityLost(lost);
+    return this.arrivals.take(nowMs);
+  }
 
   /** What this dispatcher sees of a variant (libs/policy/dispatch decides with it). */
   private view(v: Pick<VariantRecord, "name" | "hardware">, nowMs: number): VariantDispatchView {
@@ -312,12 +327,28 @@ export class Dispatcher {
     await this.enqueue(msg, variant, payload, json, now);
   }
 
-  /** Puts the query on the variant's JetStream queue; the executor answers the caller directly. */
+  /**
+   * Puts the query on the variant's JetStream queue; the executor answers the caller directly. With
+   * overflow on, a query with a deadline (x-deadline-ms, or a model-less query's SLO counted from when
+   * it was received) whose local completion estimate exceeds it goes to the function provider instead
+   * (OverflowPath); a query without one is always queued.
+   */
   private async enqueue(msg: Msg, variant: VariantRecord, payload: Uint8Array, json: boolean, nowMs: number, slo?: { latencyMs: number; minAccuracy: number; maxCostPerQuery: number | undefined }): Promise<void> {
     if (!msg.reply) throw new ServeError(ErrorCode.badRequest, "queries must be sent as requests (with a reply subject)");
     const h = msg.headers;
-    const deadline = Number(h?.get(headers.deadline)) || nowMs + DEFAULT_TIMEOUT_MS;
+    const given = Number(h?.get(headers.deadline));
+    const deadline = given > 0 ? given : nowMs + DEFAULT_TIMEOUT_MS;
     const accept = h?.get(headers.accept) || (json ? "json" : "wire");
+    const receivedAt = Number(h?.get(headers.receivedAt)) || nowMs;
+    if (this.overflow) {
+      const held = Math.min(given > 0 ? given : Infinity, slo ? receivedAt + slo.latencyMs : Infinity);
+      const decision = Number.isFinite(held) ? this.overflow.decide(variant, nowMs, held, this.pendingLoads.get(variant.name)) : undefined;
+      if (decision?.action === "overflow") {
+        await this.overflow.serve({ variant, payload, json: accept === "json", replyTo: msg.reply, requestId: h?.get(headers.requestId) || undefined, receivedAtMs: receivedAt, deadlineMs: deadline, decision });
+        return;
+      }
+      this.overflow.queued(variant, nowMs);
+    }
     try {
       await this.bus.js.publish(subjects.queue(variant.name), payload, {
         headers: makeHeaders({
@@ -325,11 +356,13 @@ export class Dispatcher {
           [headers.replyTo]: msg.reply,
           [headers.deadline]: deadline,
           [headers.accept]: accept,
-          [headers.receivedAt]: Number(h?.get(headers.receivedAt)) || nowMs,
+          [headers.receivedAt]: receivedAt,
           [headers.enqueuedAt]: this.clock.now(),
           [headers.sloLatencyMs]: slo?.latencyMs,
           [headers.sloMinAccuracy]: slo?.minAccuracy,
           [headers.sloMaxCost]: slo?.maxCostPerQuery,
+          // A pipeline stage may run late (the executor does not shed it): passed through.
+          [headers.lateOk]: h?.get(headers.lateOk) || undefined,
         }),
       });
     } catch (err) {

@@ -1,4 +1,4 @@
-import { DISPATCHER_QUEUE, commonEnvSchema, compileOptions, subjects } from "@sloserve/contracts";
+import { DISPATCHER_QUEUE, subjects } from "@sloserve/contracts";
 import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { randomBytes } from "node:crypto";
@@ -7,15 +7,22 @@ import { SelectionView } from "./selection-view.js";
 import { ArrivalCounter } from "./arrivals.js";
 import { Dispatcher } from "./dispatch.js";
 import { followEvents, syncModel } from "./events.js";
+import { compileDispatcherOptions } from "./options.js";
+import { createFunctionPath } from "./functions.js";
+import { OverflowPath } from "./overflow.js";
+import { BusStageBackend, PipelineRegistry, PipelineService } from "./pipelines.js";
+import { PipelineStats } from "./pipeline-stats.js";
+import { builtinSteps } from "./pipeline-steps.js";
 
 /**
- * dispatcher: takes queries on `infer.app.*`, `infer.model.*` and `infer.variant.*` (queue group, so several
+ * dispatcher: takes queries on `infer.app.*`, `infer.model.*`, `infer.variant.*` and `infer.pipeline.*` (queue group, so several
  * dispatchers share the load), checks them against the model's signature, routes each to a variant's
  * JetStream queue, and asks for variants to be loaded when none runs. Its view of models, variants,
- * instances and workers is in memory, kept current by events.
+ * instances and workers is in memory, kept current by events. With OVERFLOW set, queries that would
+ * miss their deadline go to function providers instead (serverless overflow, MArk §4.1).
  */
 await runService("dispatcher", process.env, async (log) => {
-  const options = compileOptions(commonEnvSchema, process.env, "dispatcher");
+  const options = compileDispatcherOptions(process.env);
   const bus = await connectBus({ servers: options.NATS_URL, name: "dispatcher", log });
   const store = MetadataStore.connect(options.REDIS_URL);
   const catalog = new Catalog(store);
@@ -25,18 +32,23 @@ await runService("dispatcher", process.env, async (log) => {
   // The one place the dispatcher gets the wall clock; everything below takes time from it.
   const clock = systemClock;
   const arrivals = new ArrivalCounter(clock.now(), id);
-  const dispatcher = new Dispatcher(bus, catalog, cluster, selection, arrivals, log, clock);
+  const functions = createFunctionPath(options, clock, log);
+  const overflow = functions ? new OverflowPath(functions, bus, cluster, catalog, arrivals, log, clock) : undefined;
+  const dispatcher = new Dispatcher(bus, catalog, cluster, selection, arrivals, log, clock, overflow);
   const views = { catalog, cluster, selection };
   // Subscribe before reading the snapshot so nothing falls between the two.
-  const subs = followEvents(bus, views, dispatcher, clock, log);
+  const subs = followEvents(bus, views, dispatcher, clock, log, overflow);
   await catalog.load();
   for (const model of catalog.models.keys()) syncModel(views, model);
   cluster.seed(await store.listInstances(), await store.listWorkers(), clock.now());
   selection.refreshRuntime(cluster);
+  // Pipelines (infer.pipeline.*, registry.request.pipeline.*, metrics.pipeline.* every second).
+  const pipelineRegistry = new PipelineRegistry(store, catalog, builtinSteps());
+  const pipelines = new PipelineService(bus, store, pipelineRegistry, new PipelineStats(clock.now(), id), new BusStageBackend(bus.nc, clock), log, clock);
+  pipelines.start();
+  await pipelineRegistry.load();
   const ticker = setInterval(() => {
-    const now = clock.now();
-    for (const worker of cluster.prune(now)) log.warn({ worker }, "worker heartbeat lost");
-    for (const report of arrivals.take(now)) bus.nc.publish(subjects.arrivals(report.app), JSON.stringify(report));
+    for (const report of dispatcher.tick(clock.now())) bus.nc.publish(subjects.arrivals(report.app), JSON.stringify(report));
   }, 1000);
 
   const queries = [
@@ -45,10 +57,13 @@ await runService("dispatcher", process.env, async (log) => {
     bus.nc.subscribe("infer.variant.*", { queue: DISPATCHER_QUEUE, callback: (_err, msg) => dispatcher.handle(msg) }),
   ];
   return {
-    info: { dispatcher: id, models: catalog.models.size, workers: cluster.workers.size },
+    info: { dispatcher: id, models: catalog.models.size, workers: cluster.workers.size, overflow: functions?.name ?? "off" },
     async stop() {
       clearInterval(ticker);
+      pipelines.stop();
       for (const s of [...queries, ...subs]) s.unsubscribe();
+      if (overflow) log.info({ ...overflow.totals, provider: functions?.stats() }, "overflow totals");
+      await functions?.close();
       await bus.close();
       await store.close();
     },

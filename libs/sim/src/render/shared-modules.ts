@@ -46,7 +46,12 @@ const ROWS: Row[] = [
     service: "model-autoscaler (controller.ts)",
     simulator: "systems/infaas.ts model autoscaler",
   },
-  { module: "vm-autoscaler.ts", decides: "INFaaS's VM autoscaler: add, replace, remove workers", service: "— (workers are started by `npm start` / compose)", simulator: "systems/infaas.ts VM autoscaler" },
+  {
+    module: "machine-plan.ts, vm-autoscaler.ts",
+    decides: "the VM autoscaler's tick (`planMachines`): INFaaS's rules (add, replace, remove workers) with MArk's predictive plan, SLO monitor and spot standbys, and the termination guards",
+    service: "vm-autoscaler (controller.ts)",
+    simulator: "systems/infaas.ts VM autoscaler",
+  },
   {
     module: "forecast.ts, forecast-plan.ts",
     decides: "MArk's predictor: per-minute max rates, Holt-Winters; the live choice of forecaster (`planForecast`)",
@@ -56,7 +61,7 @@ const ROWS: Row[] = [
   {
     module: "provisioning.ts, overflow.ts, slo-monitor.ts, batch-tuning.ts, baselines-sagemaker.ts",
     decides: "MArk: Algorithm 1 provisioning, Lambda overflow, SLO monitor, batch tuning; SageMaker target tracking",
-    service: "— (no live MArk provisioner yet)",
+    service: "vm-autoscaler (provisioning.ts, slo-monitor.ts through machine-plan.ts)",
     simulator: "scenarios/mark-system.ts (mark-twitter, mark-mmpp, combined); combined.ts (batch tuning of INFaaS's EC2 variants)",
   },
   {

@@ -18,8 +18,10 @@
  *   autoscaler). Each machine's load of a model is its share of the model's arrivals (by ready
  *   capacity) over the last period; the rule averages it over its window. Queries still waiting on an
  *   unloaded variant are routed again.
- * - **VM autoscaler** (every 2 s): {@link vmAutoscale} over the machines; a machine lost with
- *   `sim.killMachine` stops heartbeating and is replaced with the variants it ran.
+ * - **VM autoscaler** (every 2 s): {@link planMachines}, the machine plan the vm-autoscaler service
+ *   runs (INFaaS's rules; MArk's predictive plan and SLO monitor stay idle here: this system has no
+ *   forecaster and no SLO samples); a machine lost with `sim.killMachine` stops heartbeating and is
+ *   replaced with the variants it ran. Every machine is the autoscaler's own (it may terminate any).
  *
  * Modes: "infaas" (all of it), "horizontal" (SM+: one fixed variant, replicas only), "static"
  * (Clipper+: pre-loaded instances, no scaling).
@@ -33,7 +35,8 @@ import {
   planModelActions,
   observeWindow,
   selectForApp,
-  vmAutoscale,
+  emptyMachinePlanState,
+  planMachines,
   type ModelAction,
   type ModelActionsState,
   type ModelAutoscalerConfig,
@@ -44,10 +47,11 @@ import {
   type VariantProfile,
   type VariantStateConfig,
   type VariantStateMemory,
+  type MachineKind,
+  type MachinePlanState,
+  type MachineView,
   type VmAutoscalerConfig,
-  type VmAutoscalerState,
   type VariantRuns,
-  type VmWorkerView,
   type WorkerRuns,
 } from "@sloserve/policy";
 import { drop, type Simulator } from "../engine.js";
@@ -368,17 +372,18 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   };
 
   // ------------------------------------------------------------------ VM autoscaler
-  let vmState: VmAutoscalerState = { idleSinceMs: {} };
-  const replaced = new Set<Machine>();
+  let vmState: MachinePlanState = emptyMachinePlanState();
+  const kinds: Record<string, MachineKind> = {};
+  for (const [k, t] of Object.entries(templates)) kinds[k] = { instanceType: t.type, pricePerHour: t.pricePerS * 3600, bootMs: t.bootMs ?? 0, resources: t.resources ?? {} };
   /** What each machine ran, remembered at every tick (the metadata store), to restore a lost one. */
   const lostVariants = new Map<Machine, string[]>();
   const vmTick = (nowMs: number): void => {
     measureUtilization(nowMs);
     for (const m of live()) lostVariants.set(m, [...new Set([...m.replicas].map((r) => r.label))]);
     if (opts.mode === "static") return;
-    // Lost machines (killed, not yet replaced) stop sending heartbeats at the moment they died.
-    const lost = machines.filter((m) => m.failed && !replaced.has(m));
-    const views: VmWorkerView[] = [...live(), ...lost].map((m) => {
+    // Lost machines stop sending heartbeats at the moment they died (the plan remembers those it replaced).
+    const lost = machines.filter((m) => m.failed);
+    const views: MachineView[] = [...live(), ...lost].map((m) => {
       const labels = new Set<string>();
       let capacityQps = 0;
       let serving = false;
@@ -401,6 +406,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         capacityQps,
         lastHeartbeatMs: m.failed ? (m.billedToMs ?? nowMs) : nowMs,
         variants: m.failed ? (lostVariants.get(m) ?? []) : [...labels],
+        managed: true,
+        launchedAtMs: m.billedFromMs,
       };
     });
     const loadQpsByKind: Record<string, number> = {};
@@ -410,26 +417,27 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     }
     const pending = pendingPlacements.splice(0);
     pendingVariants.clear();
-    const res = vmAutoscale({ nowMs, workers: views, pending, loadQpsByKind, config: opts.vmConfig ?? {}, state: vmState });
+    const res = planMachines({ nowMs, workers: views, kinds, pending, loadQpsByKind, config: { vm: opts.vmConfig ?? {} }, state: vmState });
     vmState = res.state;
     for (const d of res.decisions) {
-      if (d.action === "hold") continue;
-      note("vm-autoscaler", `${d.action} ${d.kind}`, d.reason);
-      if (d.action === "add") {
+      if (d.action === "hold" || d.action === "plan") continue;
+      note("vm-autoscaler", `${d.action === "launch" ? "add" : d.action === "terminate" ? "remove" : d.action} ${d.kind}`, d.reason);
+      if (d.action === "launch") {
         const tpl = templates[d.kind];
         if (!tpl) continue;
-        const nm = sim.launchMachine(tpl);
-        machines.push(nm);
-        for (const p of pending.filter((pp) => pp.kind === d.kind)) for (let i = 0; i < p.count; i++) load(profileOf(p.variant), nm);
+        for (let n = 0; n < d.count; n++) {
+          const nm = sim.launchMachine(tpl);
+          machines.push(nm);
+          if (n === 0) for (const p of pending.filter((pp) => pp.kind === d.kind)) for (let i = 0; i < p.count; i++) load(profileOf(p.variant), nm);
+        }
       } else if (d.action === "replace") {
         const old = machines.find((mm) => mm.name === d.worker);
         const tpl = templates[d.kind];
         if (!old || !tpl) continue;
-        replaced.add(old);
         const nm = sim.launchMachine(tpl);
         machines.push(nm);
         for (const v of d.restore) load(profileOf(v), nm);
-      } else if (d.action === "remove") {
+      } else {
         const m = machines.find((mm) => mm.name === d.worker);
         if (!m) continue;
         const labels = [...m.replicas].map((r) => r.label);

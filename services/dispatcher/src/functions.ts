@@ -1,0 +1,50 @@
+import { LambdaClient } from "@aws-sdk/client-lambda";
+import type { Clock } from "@sloserve/contracts";
+import type { Logger } from "@sloserve/bus";
+import { BreakerFunctionProvider, FallbackFunctionProvider, LambdaFunctionProvider, LocalFunctionPool, type FunctionProvider } from "@sloserve/providers";
+import type { DispatcherOptions, OverflowProviderName } from "./options.js";
+
+/**
+ * The function path the dispatcher overflows to, as OVERFLOW names it: each provider behind its own
+ * circuit breaker (libs/providers breaker.ts), the first one tried first and the next as its fallback.
+ * Undefined when OVERFLOW is off.
+ */
+export function createFunctionPath(options: DispatcherOptions, clock: Clock, log: Logger): FunctionProvider | undefined {
+  if (options.OVERFLOW.length === 0) return undefined;
+  const breakers = options.OVERFLOW.map(
+    (name) =>
+      new BreakerFunctionProvider(createProvider(name, options, clock, log), {
+        clock,
+        log,
+        capMs: options.BREAKER_CAP_MS,
+        errorThresholdPercentage: options.BREAKER_ERROR_PERCENT,
+        volumeThreshold: options.BREAKER_VOLUME,
+        resetTimeoutMs: options.BREAKER_RESET_MS,
+        rollingWindowMs: options.BREAKER_WINDOW_MS,
+      }),
+  );
+  return breakers.length === 1 ? breakers[0] : new FallbackFunctionProvider(breakers, { clock, log });
+}
+
+function createProvider(name: OverflowProviderName, options: DispatcherOptions, clock: Clock, log: Logger): FunctionProvider {
+  if (name === "local") {
+    return new LocalFunctionPool({
+      models: { natsUrl: options.NATS_URL },
+      clock,
+      log,
+      memoryMb: options.FUNCTION_MEMORY_MB,
+      maxConcurrency: options.FUNCTION_POOL_SIZE,
+      keepAliveMs: options.FUNCTION_KEEP_ALIVE_MS,
+      env: { LOG_LEVEL: options.LOG_LEVEL },
+    });
+  }
+  // The options' check guarantees LAMBDA_FUNCTION with lambda.
+  return new LambdaFunctionProvider({
+    client: new LambdaClient({}),
+    functionName: options.LAMBDA_FUNCTION ?? "",
+    ...(options.LAMBDA_QUALIFIER ? { qualifier: options.LAMBDA_QUALIFIER } : {}),
+    memoryMb: options.FUNCTION_MEMORY_MB,
+    clock,
+    log,
+  });
+}
