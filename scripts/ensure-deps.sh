@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Installs what the project needs and is missing: Debian's nats-server and redis-server, and the
-# npm packages. Safe to run again: it does nothing when everything is there.
+# Installs what the project needs and is missing: Debian's nats-server, redis-server and DejaVu fonts,
+# and the npm packages. Safe to run again: it does nothing when everything is there.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 missing=()
 command -v nats-server >/dev/null 2>&1 || missing+=(nats-server)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+# The DejaVu fonts that libs/ocr renders its test images with.
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSansCondensed.ttf ] || missing+=(fonts-dejavu-extra)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} (Debian packages)..."
   SUDO=""

@@ -1,7 +1,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { startStack, REPO_ROOT, ocrModels, digitsModels, registerOverHttp } from "@sloserve/stack";
+import { startStack, REPO_ROOT, ocrModels, digitsModels, registerOverHttp, digitsCascadeSpec, registerPipelineOverHttp } from "@sloserve/stack";
 import { probeExecutionProvider } from "@sloserve/runtime";
 
 /**
@@ -13,6 +13,8 @@ const { values } = parseArgs({
   options: {
     port: { type: "string", default: process.env.HTTP_PORT ?? "8080" },
     workers: { type: "string", default: process.env.CPU_WORKERS ?? "1" },
+    // CPU workers the vm-autoscaler may run in all (its own launches on top of --workers): default 2 more.
+    "max-workers": { type: "string", default: process.env.MAX_CPU_WORKERS },
     "no-models": { type: "boolean", default: false },
   },
 });
@@ -21,7 +23,10 @@ const dir = join(REPO_ROOT, ".run");
 rmSync(dir, { recursive: true, force: true });
 const say = (line: string): void => console.log(`[sloserve] ${line}`);
 say("starting nats-server, redis-server and the services...");
-const stack = await startStack({ dir, httpPort: Number(values.port), cpuWorkers: Number(values.workers), logLevel: process.env.LOG_LEVEL ?? "info" });
+const cpuWorkers = Number(values.workers);
+const maxWorkers = values["max-workers"] === undefined ? cpuWorkers + 2 : Number(values["max-workers"]);
+// Serverless overflow to the local function pool unless OVERFLOW says otherwise (off, lambda, lambda,local).
+const stack = await startStack({ dir, httpPort: Number(values.port), cpuWorkers, maxWorkers, logLevel: process.env.LOG_LEVEL ?? "info", env: { OVERFLOW: process.env.OVERFLOW ?? "local" } });
 let stopping = false;
 const stop = async (): Promise<void> => {
   if (stopping) return;
@@ -38,7 +43,7 @@ if ((await probeExecutionProvider("cuda")).ok) {
   const gpu = await stack.startService("executor-gpu");
   say(`CUDA is usable here: started executor-gpu ${String(gpu.info.worker)}`);
 }
-say(`services up (logs: ${stack.logPath})`);
+say(`services up (logs: ${stack.logPath}); the vm-autoscaler runs up to ${maxWorkers} CPU worker(s), replaces lost ones, and gives back only those it launched`);
 if (!values["no-models"]) {
   const digits = await digitsModels((p) => {
     if (p.type === "start") say(`training ${p.model} (${p.index + 1}/${p.total}, cached after this run)...`);
@@ -48,6 +53,9 @@ if (!values["no-models"]) {
     if (status === 201) say(`registered ${model.app}/${model.name} (${(body.variants as unknown[]).length} variants; profiling in the background)`);
     else say(`could not register ${model.name}: ${status} ${JSON.stringify(body)}`);
   }
+  const cascade = await registerPipelineOverHttp(stack.httpUrl, digitsCascadeSpec());
+  if (cascade.status === 201) say("registered pipeline digits-cascade (POST /v1/pipelines/digits-cascade/infer)");
+  else say(`could not register pipeline digits-cascade: ${cascade.status} ${JSON.stringify(cascade.body)}`);
 }
 const url = `http://localhost:${Number(values.port) || new URL(stack.httpUrl).port}`;
 say(`ready: ${url}  (dashboard: ${url}/dashboard, health: ${url}/v2/health/ready). Ctrl-C stops.`);

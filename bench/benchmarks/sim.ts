@@ -38,7 +38,7 @@ export interface SimDayRun {
   dayS: number;
   /** Simulated seconds actually run: 86 400, or 3 600 when scaled. */
   simulatedS: number;
-  /** --quick: the day was not run; its figures are the hour's (queries, events) × 24. */
+  /** --quick: the day was not run; its wall time, queries and events are the hour's × 24, the rest the hour's. */
   scaled: boolean;
   goalS: number;
   met: boolean;
@@ -47,6 +47,7 @@ export interface SimDayRun {
   eventsPerS: number;
   sloAttainment: number;
   p99Ms: number;
+  /** Scaling decisions in the system's log (which keeps the first 5 000). */
   decisions: number;
   /** RSS after the run and the process's peak RSS so far, MB (null when scaled). */
   rssMb: number | null;
@@ -150,7 +151,7 @@ function scaledDay(stack: SimRun & { decisions: number }, hourWallS: number): Si
     eventsPerS: stack.eventsPerS,
     sloAttainment: stack.sloAttainment,
     p99Ms: stack.p99Ms,
-    decisions: stack.decisions * 24,
+    decisions: stack.decisions,
     rssMb: null,
     peakRssMb: null,
   };

@@ -6,9 +6,9 @@ import { minAreaRect, offsetConvexPolygon, polygonArea, polygonPerimeter, type P
  * Text detection (PP-OCRv4 det, a DB — Differentiable Binarization — network; Liao et al., AAAI 2020):
  * pre-processing into the model's input and post-processing of its probability map into boxes, after
  * PaddleOCR's `DetResizeForTest` + `NormalizeImage` and `DBPostProcess` + `filter_tag_det_res`
- * (tools/infer/predict_det.py, ppocr/postprocess/db_postprocess.py), with the defaults of PaddleOCR
- * 2.x's inference tools (limit 960 on the longer side, thresholds 0.3 and 0.6, unclip ratio 1.5);
- * the boxes then go in reading order by a rule of our own ({@link sortBoxes}).
+ * (tools/infer/predict_det.py, ppocr/postprocess/db_postprocess.py), with the settings of PaddleX's
+ * OCR pipeline for PP-OCRv4 (limit 960 on the longer side, thresholds 0.3 and 0.6, unclip ratio
+ * 2.0); the boxes then go in reading order by a rule of our own ({@link sortBoxes}).
  *
  * Caveats: connected components stand in for OpenCV's contour tracing. A box's minimum-area
  * rectangle depends only on the contour's convex hull, which is the hull of the component's pixels,
@@ -98,7 +98,12 @@ export interface DetPostprocessOptions {
   threshold?: number;
   /** A box is kept when the mean probability inside it reaches this (`det_db_box_thresh`). @default 0.6 */
   boxThreshold?: number;
-  /** How far a box grows: area × ratio / perimeter (`det_db_unclip_ratio`). @default 1.5 */
+  /**
+   * How far a box grows: area × ratio / perimeter (`unclip_ratio`). PaddleOCR 3 (PaddleX's OCR
+   * pipeline for PP-OCRv4) uses 2.0, PaddleOCR 2's tools 1.5, which crops the strips so tightly that
+   * the recogniser loses spaces between words and letters at the ends (README.md of this package).
+   * @default 2.0
+   */
   unclipRatio?: number;
   /** At most this many candidate regions are looked at (`max_candidates`). @default 1000 */
   maxCandidates?: number;
@@ -130,7 +135,8 @@ export function probMapOf(output: Tensor): ProbMap {
  *    `maxCandidates`);
  * 2. its minimum-area rectangle; dropped when the shorter side is under 3 pixels;
  * 3. score = mean probability over the rectangle (filled polygon); dropped under `boxThreshold`;
- * 4. unclip: grow the rectangle by area × `unclipRatio` / perimeter with round corners, take the
+ * 4. unclip: grow the rectangle by area × `unclipRatio` / perimeter with round corners (the DB
+ *    network predicts a kernel shrunk from the text by about that much), take the
  *    minimum-area rectangle of that; dropped when its shorter side is under 5;
  * 5. scale to the source image, round, clip.
  * Then `filter_tag_det_res` (corners ordered tl, tr, br, bl, clipped to the image, boxes 3 pixels or
@@ -140,7 +146,7 @@ export function detPostprocess(probMap: ProbMap | Tensor, scale: DetScale, optio
   const map = "datatype" in probMap ? probMapOf(probMap) : probMap;
   const threshold = options.threshold ?? 0.3;
   const boxThreshold = options.boxThreshold ?? 0.6;
-  const unclipRatio = options.unclipRatio ?? 1.5;
+  const unclipRatio = options.unclipRatio ?? 2.0;
   const maxCandidates = options.maxCandidates ?? 1000;
   const { width, height, data: pred } = map;
   if (pred.length !== width * height) throw new ServeError(ErrorCode.invalidDataLength, `the probability map is ${width}×${height} but has ${pred.length} values`);

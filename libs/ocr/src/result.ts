@@ -25,7 +25,8 @@ export const DROP_SCORE = 0.5;
 
 /**
  * Recognised lines → the answer. Lines under `dropScore` (and so lines with no text, whose score is
- * 0) are left out, as PaddleOCR's `TextSystem` does; the rest are put in reading order by their boxes
+ * 0) are left out, as PaddleOCR's `TextSystem` does, and so are lines of nothing but spaces (a
+ * line's text is trimmed); the rest are put in reading order by their boxes
  * ({@link sortBoxes}, the order detection gives them, so lines gathered in any order come out the same).
  *
  * One addition to PaddleOCR's behaviour: when more than half of the lines were turned by the
@@ -40,7 +41,8 @@ export function assembleResult(lines: readonly RecognisedLine[], options: { drop
       throw new ServeError(ErrorCode.invalidData, `line ${i} must have a text, a finite score and a box of four points`);
     }
   });
-  const candidates = lines.filter((l) => l.text.length > 0 && l.score >= dropScore);
+  // Spaces at a line's ends (a strip that caught the gap beside a word) would double the separator.
+  const candidates = lines.map((l) => ({ ...l, text: l.text.trim() })).filter((l) => l.text.length > 0 && l.score >= dropScore);
   const upsideDown = candidates.filter((l) => l.rotated === true).length * 2 > candidates.length;
   const kept = upsideDown ? sortBoxes(candidates.map((line) => ({ line, box: turnBox(line.box) }))).map((t) => t.line) : sortBoxes(candidates);
   return { text: kept.map((l) => l.text).join(" "), lines: kept.map((l) => ({ text: l.text, box: l.box, score: l.score })) };

@@ -14,7 +14,7 @@ import { ErrorCode, ServeError } from "@sloserve/contracts";
 /** Where Debian puts the DejaVu fonts. */
 export const DEJAVU_DIR = "/usr/share/fonts/truetype/dejavu";
 
-/** Pango family names and their files; the first three are in fonts-dejavu-core. */
+/** Pango font names and their files: fonts-dejavu-core has all but Condensed (fonts-dejavu-extra). */
 export const FONTS = {
   "DejaVu Sans": "DejaVuSans.ttf",
   "DejaVu Sans Bold": "DejaVuSans-Bold.ttf",
@@ -56,7 +56,7 @@ export interface TextImage {
 export function fontFile(font: FontName): string {
   const path = join(DEJAVU_DIR, FONTS[font]);
   if (!existsSync(path)) {
-    throw new ServeError(ErrorCode.unavailable, `font file ${path} is missing: install Debian's fonts-dejavu-core and fonts-dejavu-extra (scripts/ensure-deps.sh does)`);
+    throw new ServeError(ErrorCode.unavailable, `font file ${path} is missing: install Debian's fonts-dejavu-core and fonts-dejavu-extra (bash scripts/ensure-deps.sh does)`);
   }
   return path;
 }
@@ -144,7 +144,7 @@ export interface SyntheticSetOptions {
   rotatedShare?: number;
   /** Share of images with two or three lines. @default 0.15 */
   multiLineShare?: number;
-  /** Fonts to draw from. @default all of {@link FONTS} that are installed */
+  /** Fonts to draw from. @default all of {@link FONTS} */
   fonts?: FontName[];
 }
 
@@ -156,8 +156,10 @@ export interface SyntheticSetOptions {
 export function syntheticSpecs(seed: number, count: number, options: SyntheticSetOptions = {}): TextImageSpec[] {
   const rng = createRng(seed);
   const sizes = options.sizes ?? [16, 20, 24, 32, 40, 56, 72];
-  const fonts = options.fonts ?? (Object.keys(FONTS) as FontName[]).filter((f) => existsSync(join(DEJAVU_DIR, FONTS[f])));
-  if (fonts.length === 0) fontFile("DejaVu Sans"); // throws, naming the missing package
+  // Every font, installed or not, so that a seed gives the same set everywhere; rendering names a
+  // missing font's package.
+  const fonts = options.fonts ?? (Object.keys(FONTS) as FontName[]);
+  if (fonts.length === 0) throw new ServeError(ErrorCode.badRequest, "at least one font is needed");
   const rotatedShare = options.rotatedShare ?? 0.1;
   const multiLineShare = options.multiLineShare ?? 0.15;
   const specs: TextImageSpec[] = [];

@@ -70,20 +70,23 @@ describe("ocr - detection pre-processing", () => {
 });
 
 describe("ocr - detection post-processing", () => {
-  it("ocr - a map with two text rectangles gives two boxes, top one first, unclipped by area × 1.5 / perimeter", () => {
+  it("ocr - a map with two text rectangles gives two boxes, top one first, unclipped by area × 2 / perimeter", () => {
     // Rectangles 61 × 11 pixels (hull 60 × 10 between pixel centres).
     const map = mapWith(200, 100, [[100, 60, 160, 70, 0.9], [20, 10, 80, 20, 0.8]]);
     const boxes = detPostprocess(map, identity(200, 100));
     expect(boxes).toHaveLength(2);
-    // distance = 600 × 1.5 / 140 = 6.43: each side moves out by 6.43 → rounded corners at ±6.
-    expect(boxes[0]).toEqual({ box: [[14, 4], [86, 4], [86, 26], [14, 26]], score: expect.closeTo(0.8, 5) as unknown });
-    expect(boxes[1]).toEqual({ box: [[94, 54], [166, 54], [166, 76], [94, 76]], score: expect.closeTo(0.9, 5) as unknown });
+    // distance = 600 × 2 / 140 = 8.57: each side moves out by 8.57, rounded (20 − 8.57 → 11, 80 + 8.57 → 89).
+    expect(boxes[0]).toEqual({ box: [[11, 1], [89, 1], [89, 29], [11, 29]], score: expect.closeTo(0.8, 5) as unknown });
+    expect(boxes[1]).toEqual({ box: [[91, 51], [169, 51], [169, 79], [91, 79]], score: expect.closeTo(0.9, 5) as unknown });
+    // With PaddleOCR 2's ratio 1.5: distance 6.43.
+    expect(detPostprocess(map, identity(200, 100), { unclipRatio: 1.5 })[0]?.box).toEqual([[14, 4], [86, 4], [86, 26], [14, 26]]);
   });
 
   it("ocr - boxes map back onto the source image by the resize ratios", () => {
     const map = mapWith(200, 100, [[20, 10, 80, 20, 0.9]]);
     const [found] = detPostprocess(map, { srcWidth: 400, srcHeight: 50, width: 200, height: 100, ratioW: 0.5, ratioH: 2 });
-    expect(found?.box).toEqual([[28, 2], [172, 2], [172, 13], [28, 13]]);
+    // Map box x 11..89, y 1..29 → x / 0.5, y / 2 (14.5 rounds half to even, as numpy does).
+    expect(found?.box).toEqual([[22, 0], [178, 0], [178, 14], [22, 14]]);
   });
 
   it("ocr - faint regions (mean under 0.6), specks and lines under 3 pixels across are dropped", () => {

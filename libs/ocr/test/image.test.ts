@@ -56,6 +56,11 @@ describe("ocr - decoding", () => {
     await expect(decodeImage(png.subarray(0, png.length - 20))).rejects.toMatchObject({ code: "invalid_data", message: expect.stringMatching(/^the PNG image cannot be decoded: /) as unknown });
     await expect(decodeImage(jpeg.subarray(0, jpeg.length / 2))).rejects.toMatchObject({ code: "invalid_data", message: expect.stringMatching(/^the JPEG image cannot be decoded: /) as unknown });
   });
+
+  it("ocr - an image over 40 million pixels is refused with payload_too_large", async () => {
+    const huge = await sharp({ create: { width: 8000, height: 5001, channels: 3, background: "#ffffff" } }).png({ compressionLevel: 1 }).toBuffer();
+    await expect(decodeImage(new Uint8Array(huge))).rejects.toMatchObject({ code: "payload_too_large", message: "the image has more than 40000000 pixels" });
+  });
 });
 
 describe("ocr - image geometry", () => {

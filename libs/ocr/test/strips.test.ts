@@ -125,17 +125,19 @@ describe("ocr - recognition stages", () => {
 });
 
 describe("ocr - result", () => {
-  it("ocr - lines in reading order, low scores and empty lines dropped, text joined by spaces", () => {
+  it("ocr - lines in reading order, trimmed, low scores and empty lines dropped, text joined by spaces", () => {
     const lines = [
       { text: "world", box: rect(120, 12, 200, 40), score: 0.97 },
       { text: "noise", box: rect(10, 100, 50, 120), score: 0.3 },
       { text: "second", box: rect(10, 60, 90, 88), score: 0.9 },
       { text: "", box: rect(300, 60, 310, 80), score: 0 },
+      { text: " ", box: rect(95, 60, 115, 88), score: 0.9 },
+      { text: "third ", box: rect(400, 60, 480, 88), score: 0.8 },
       { text: "hello", box: rect(10, 10, 100, 40), score: 0.99 },
     ];
     const result = assembleResult(lines);
-    expect(result.text).toBe("hello world second");
-    expect(result.lines.map((l) => l.text)).toEqual(["hello", "world", "second"]);
+    expect(result.text).toBe("hello world second third");
+    expect(result.lines.map((l) => l.text)).toEqual(["hello", "world", "second", "third"]);
     expect(result.lines[0]).toEqual({ text: "hello", box: rect(10, 10, 100, 40), score: 0.99 });
     expect(assembleResult([])).toEqual({ text: "", lines: [] });
   });

@@ -17,12 +17,13 @@
  * there is no local capacity: the estimate is infinite and the query overflows.
  *
  * {@link overflowInputFor} builds the input from what a caller sees of the variant's capacity (the
- * live dispatcher: instance counts from state events and worker reports, the variant's profile; the
- * simulator: its ready replicas), so both map the same figures the same way. {@link drainBacklog} is
- * the live dispatcher's estimate of the queue ahead between worker reports (the simulator sees its
- * queues exactly).
+ * live dispatcher: instance counts from state events and worker reports, the variant's profile,
+ * slowed down by what the reports observed, {@link observedOverflowCapacity}; the simulator: its ready
+ * replicas), so both map the same figures the same way. {@link drainBacklog} is the live dispatcher's
+ * estimate of the queue ahead between worker reports (the simulator sees its queues exactly).
  */
 import { profiledLatencyAt } from "./profiling.js";
+import { DEFAULT_VARIANT_STATE_CONFIG } from "./variant-state.js";
 
 export interface OverflowInput {
   /** Queries waiting ahead of this one on the local path. */
@@ -100,7 +101,7 @@ export interface OverflowView {
  * time; with neither, μ* = 0 (no local capacity).
  */
 export function overflowInputFor(view: OverflowView): OverflowInput {
-  const up = totalRate(view.serving);
+  const up = serviceRateOf(view.serving);
   const starting = up > 0 ? undefined : view.starting;
   const groups = starting ? starting.capacity : view.serving;
   let wbatchMs = 0;
@@ -112,7 +113,7 @@ export function overflowInputFor(view: OverflowView): OverflowInput {
   }
   return {
     queueAhead: view.queueAhead,
-    serviceRateQps: starting ? totalRate(starting.capacity) : up,
+    serviceRateQps: starting ? serviceRateOf(starting.capacity) : up,
     wbatchMs,
     batchLatencyMs,
     remainingBudgetMs: view.deadlineMs - view.nowMs,
@@ -120,7 +121,8 @@ export function overflowInputFor(view: OverflowView): OverflowInput {
   };
 }
 
-function totalRate(groups: readonly OverflowCapacity[]): number {
+/** μ* of some capacity: Σ instances × peak QPS, queries/s. */
+export function serviceRateOf(groups: readonly OverflowCapacity[]): number {
   let qps = 0;
   for (const g of groups) if (g.instances > 0) qps += g.instances * g.peakQpsPerInstance;
   return qps;
@@ -143,6 +145,35 @@ export function variantOverflowCapacity(variant: OverflowVariant, instances: num
   const p = variant.profile;
   if (!p || p.peakQps <= 0 || Object.keys(p.latencyMs).length === 0) return undefined;
   return { instances, peakQpsPerInstance: p.peakQps, wbatchMs: variant.batchWaitMs, batchLatencyMs: profiledLatencyAt(p.latencyMs, variant.maxBatch) };
+}
+
+/** What a worker's latest one-second report says of a variant's batches there. */
+export interface ObservedBatches {
+  batches: number;
+  /** Median batch run time, ms, and median batch size, over the report's second. */
+  batchP50Ms: number;
+  batchSizeP50: number;
+}
+
+/**
+ * A variant's instances on one worker as they run now: when the worker's latest report ran at least
+ * `minBatches` batches (the variant-state rule's evidence, 10), the median batch time over the profiled
+ * time at the median batch size is a slowdown s (interference, a busy machine; never below 1, so a
+ * fast second does not promise more than the profile); the instances' peak QPS is divided by s and
+ * T(Nbatch) multiplied by it. Without that evidence the profile stands. The executor's run-time
+ * estimate corrects its shedding the same way, with a moving average.
+ */
+export function observedOverflowCapacity(
+  variant: OverflowVariant,
+  instances: number,
+  observed: ObservedBatches | undefined,
+  minBatches: number = DEFAULT_VARIANT_STATE_CONFIG.minBatches,
+): OverflowCapacity | undefined {
+  const base = variantOverflowCapacity(variant, instances);
+  if (!base || !variant.profile || !observed || observed.batches < Math.max(1, minBatches) || observed.batchP50Ms <= 0) return base;
+  const profiledMs = profiledLatencyAt(variant.profile.latencyMs, Math.max(1, Math.round(observed.batchSizeP50)));
+  const slowdown = profiledMs > 0 ? Math.max(1, observed.batchP50Ms / profiledMs) : 1;
+  return { ...base, peakQpsPerInstance: base.peakQpsPerInstance / slowdown, batchLatencyMs: base.batchLatencyMs * slowdown };
 }
 
 /** A dispatcher's estimate of the queries waiting in one variant's queue, at `atMs`. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { decideOverflow, drainBacklog, overflowInputFor, variantOverflowCapacity, type OverflowCapacity, type OverflowVariant } from "../src/overflow.js";
+import { decideOverflow, drainBacklog, observedOverflowCapacity, overflowInputFor, serviceRateOf, variantOverflowCapacity, type OverflowCapacity, type OverflowVariant } from "../src/overflow.js";
 
 const T0 = 1_000_000;
 /** One instance: 100 q/s at max batch 4 (T(4) = 40 ms), Wbatch 10 ms. */
@@ -89,6 +89,27 @@ describe("overflow input", () => {
     expect(variantOverflowCapacity({ ...v, maxBatch: 6 }, 1)?.batchLatencyMs).toBe(50);
     expect(variantOverflowCapacity({ ...v, profile: null }, 1)).toBeUndefined();
     expect(variantOverflowCapacity({ ...v, profile: { peakQps: 0, latencyMs: {}, loadLatencyMs: 0 } }, 1)).toBeUndefined();
+  });
+
+  it("overflow input - observed batches slow a worker's instances down; too few batches leave the profile", () => {
+    const v: OverflowVariant = { maxBatch: 4, batchWaitMs: 5, profile: { peakQps: 100, latencyMs: { "1": 10, "2": 20, "4": 40 }, loadLatencyMs: 300 } };
+    const profiled = { instances: 2, peakQpsPerInstance: 100, wbatchMs: 5, batchLatencyMs: 40 };
+    // 12 batches, median 60 ms at median size 2 (profiled 20 ms): slowdown 3 → 100 / 3 q/s, T(4) = 120 ms.
+    const slow = observedOverflowCapacity(v, 2, { batches: 12, batchP50Ms: 60, batchSizeP50: 2 });
+    expect(slow?.peakQpsPerInstance).toBeCloseTo(100 / 3, 12);
+    expect(slow).toMatchObject({ instances: 2, wbatchMs: 5, batchLatencyMs: 120 });
+    // 9 batches: too little evidence (the variant-state rule's 10) → the profile.
+    expect(observedOverflowCapacity(v, 2, { batches: 9, batchP50Ms: 60, batchSizeP50: 2 })).toEqual(profiled);
+    // Faster than profiled: no credit (slowdown floored at 1).
+    expect(observedOverflowCapacity(v, 2, { batches: 50, batchP50Ms: 5, batchSizeP50: 1 })).toEqual(profiled);
+    // A median batch of 3 is compared with the profiled batch that holds it (4: 40 ms): 80 / 40 = 2.
+    expect(observedOverflowCapacity(v, 1, { batches: 10, batchP50Ms: 80, batchSizeP50: 3 })?.batchLatencyMs).toBe(80);
+    expect(observedOverflowCapacity(v, 2, undefined)).toEqual(profiled);
+    expect(observedOverflowCapacity({ ...v, profile: null }, 2, { batches: 12, batchP50Ms: 60, batchSizeP50: 2 })).toBeUndefined();
+    // Two workers, one slowed by 2: μ* = 100 + 100 / 2 = 150; T the slower one's.
+    const groups = [observedOverflowCapacity(v, 1, undefined)!, observedOverflowCapacity(v, 1, { batches: 10, batchP50Ms: 20, batchSizeP50: 1 })!];
+    expect(serviceRateOf(groups)).toBe(150);
+    expect(overflowInputFor({ serving: groups, queueAhead: 15, nowMs: T0, deadlineMs: T0 + 200 })).toMatchObject({ serviceRateQps: 150, batchLatencyMs: 80 });
   });
 
   it("overflow input - the backlog estimate drains at μ and never below zero", () => {

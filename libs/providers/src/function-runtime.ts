@@ -63,9 +63,7 @@ async function serve(message: ToContainer): Promise<void> {
   }
 }
 
-process.on("message", (message: ToContainer) => void serve(message));
-// The pool is gone (or retired us by closing the channel): release and leave.
-process.on("disconnect", () => {
+function leave(): void {
   void (async () => {
     await handler.close();
     await bus?.close();
@@ -76,6 +74,11 @@ process.on("disconnect", () => {
       process.exit(0);
     },
   );
-});
+}
+
+process.on("message", (message: ToContainer) => void serve(message));
+// The pool is gone, or retired us by closing the channel (perhaps while we were starting): release and leave.
+process.on("disconnect", leave);
+if (!process.connected) leave();
 send({ type: "ready", initMs: performance.now() });
 log.info({ initMs: performance.now() }, "function container ready");

@@ -90,7 +90,18 @@ export class LocalWorkerProvider implements WorkerProvider {
       endedAtMs: null,
     };
     const entry: LocalEntry = { instance, spec, terminateAsked: false };
-    entry.bootTimer = setTimeout(() => this.boot(entry), this.bootDelayMs);
+    entry.bootTimer = setTimeout(() => {
+      try {
+        this.boot(entry);
+      } catch (err) {
+        // The executor could not even be spawned (its entry went away, bad arguments): a loss.
+        entry.bootTimer = undefined;
+        instance.state = "terminated";
+        instance.endedAtMs = this.options.clock.now();
+        this.options.log.error({ err, provider: this.name, id: instance.id }, "could not start the executor");
+        this.events.emit({ type: "lost", id: instance.id, atMs: instance.endedAtMs, reason: `executor could not be started: ${(err as Error).message}` });
+      }
+    }, this.bootDelayMs);
     this.entries.set(instance.id, entry);
     this.options.log.info({ provider: this.name, id: instance.id, kind: spec.kind, instanceType: spec.instanceType, market, reason: spec.reason, bootDelayMs: this.bootDelayMs }, "launching worker");
     return { ...instance };

@@ -8,6 +8,7 @@ import {
   FallbackFunctionProvider,
   LambdaFunctionProvider,
   LocalFunctionPool,
+  type BreakerOptions,
   type BreakerState,
   type BreakerStateChange,
   type FunctionProvider,
@@ -40,7 +41,7 @@ function lambdaProvider(): LambdaFunctionProvider {
   return new LambdaFunctionProvider({ client: new LambdaClient({ region: "us-east-1" }), functionName: FUNCTION, memoryMb: 1024, clock, log });
 }
 
-function guard(inner: FunctionProvider, options: ConstructorParameters<typeof BreakerFunctionProvider>[1] extends infer O ? Partial<O> : never = {}): BreakerFunctionProvider {
+function guard(inner: FunctionProvider, options: BreakerOptions = {}): BreakerFunctionProvider {
   const b = new BreakerFunctionProvider(inner, { clock, log, volumeThreshold: 3, errorThresholdPercentage: 50, resetTimeoutMs: 200, ...options });
   closeLater.push(b);
   return b;

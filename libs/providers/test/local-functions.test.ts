@@ -179,10 +179,12 @@ describe("local function pool", () => {
 
     const [pid] = p.pids();
     const inFlight = p.invoke(request(clock, { payload: query(32, 2) }));
+    await new Promise((resolve) => setImmediate(resolve)); // the query is handed over; 32 images take far longer than this
     process.kill(pid as number, "SIGKILL");
     const err = (await inFlight.catch((e: unknown) => e)) as ServeError;
     expect(err.code).toBe(ErrorCode.internal);
-    expect(err.message).toBe("function container local-1 exited (code null, signal SIGKILL)");
+    // Killed while it ran the query, or (had the message not left yet) while it was being sent.
+    expect(err.message).toMatch(/^(function container local-1 exited \(code null, signal SIGKILL\)(; last output: [\s\S]*)?|cannot send to function container local-1: .+)$/);
     expect(lines.some((l) => l.msg === "function container lost" && l.container === "local-1")).toBe(true);
 
     const next = record(await p.invoke(request(clock)));

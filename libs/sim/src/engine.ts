@@ -527,8 +527,17 @@ export class Simulator {
       s.nextSeq = this.seq++;
     }
     let next: Stream | null = null;
-    for (const x of this.streams) {
-      if (x.nextT !== Infinity && (next === null || x.nextT < next.nextT || (x.nextT === next.nextT && x.nextSeq < next.nextSeq))) next = x;
+    let nextT = Infinity;
+    let nextSeq = 0;
+    const streams = this.streams;
+    for (let i = 0; i < streams.length; i++) {
+      const x = streams[i] as Stream;
+      const xt = x.nextT;
+      if (xt < nextT || (xt === nextT && next !== null && x.nextSeq < nextSeq)) {
+        next = x;
+        nextT = xt;
+        nextSeq = x.nextSeq;
+      }
     }
     this.nextStream = next;
   }

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { startNats, startRedis, startService, tempDir, logFile, type ServerHandle, type ServiceHandle } from "./processes.js";
 
 /** The services that run as their own processes, in start order. */
-export const SERVICES = ["registrar", "dispatcher", "model-autoscaler", "forecaster", "executor-cpu", "frontend"] as const;
+export const SERVICES = ["registrar", "dispatcher", "model-autoscaler", "forecaster", "executor-cpu", "vm-autoscaler", "frontend"] as const;
 
 export interface StackOptions {
   /** Working directory for server data and logs. @default a new temporary directory */
@@ -12,8 +12,17 @@ export interface StackOptions {
   httpPort?: number;
   /** How many executor-cpu workers to start. @default 1 */
   cpuWorkers?: number;
-  /** Threads per executor-cpu worker. */
+  /** Threads per executor-cpu worker (the stack's and those the vm-autoscaler launches). */
   workerThreads?: number;
+  /**
+   * CPU workers the vm-autoscaler may run in all, the stack's own included. It launches workers of its
+   * own (local provider) up to this many, terminates only those (after the cool-down, never inside the
+   * billing minimum, never below `cpuWorkers` in all), and replaces any worker lost.
+   * @default cpuWorkers: it only replaces lost workers
+   */
+  maxWorkers?: number;
+  /** Extra environment for the vm-autoscaler (BOOT_DELAY_MS, COOLDOWN_MS, METRICS_PORT, …). */
+  vmAutoscalerEnv?: Record<string, string>;
   logLevel?: string;
   /** Where service logs go. @default <dir>/logs/stack.log */
   logTo?: WriteStream;
@@ -57,6 +66,15 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const workers = options.cpuWorkers ?? 1;
     const threads: Record<string, string> = options.workerThreads ? { WORKER_THREADS: String(options.workerThreads) } : {};
     await Promise.all(Array.from({ length: workers }, () => start("executor-cpu", threads)));
+    await start("vm-autoscaler", {
+      PROVIDER: "local",
+      // The fleet never goes below the stack's own size: it gives back only what it added.
+      MIN_WORKERS: String(workers),
+      MAX_WORKERS: String(options.maxWorkers ?? workers),
+      ...threads,
+      ...(options.logTo ? {} : { EXECUTOR_LOG_FILE: logPath }),
+      ...options.vmAutoscalerEnv,
+    });
     const frontend = await start("frontend", { HTTP_PORT: String(options.httpPort ?? 0), HTTP_HOST: "127.0.0.1" });
     return { dir, nats, redis, services, httpUrl: `http://127.0.0.1:${String(frontend.info.port)}`, env, logPath, startService: start, stop };
   } catch (err) {

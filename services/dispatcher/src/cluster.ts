@@ -1,4 +1,4 @@
-import type { StateEvent, VariantState, WorkerReport } from "@sloserve/contracts";
+import type { StateEvent, VariantMetrics, VariantState, WorkerReport } from "@sloserve/contracts";
 import type { InstanceRecord } from "@sloserve/store";
 import { WORKER_STALE_MS, type WorkerView } from "@sloserve/policy";
 
@@ -64,12 +64,19 @@ export class ClusterView {
    */
   servingInstances(variant: string): number {
     let n = 0;
+    for (const s of this.servingOn(variant)) n += s.instances;
+    return n;
+  }
+
+  /** Per worker serving the variant: its instances and what its latest report says of them (if it lists them yet). */
+  servingOn(variant: string): Array<{ worker: string; instances: number; metrics: VariantMetrics | undefined }> {
+    const out: Array<{ worker: string; instances: number; metrics: VariantMetrics | undefined }> = [];
     for (const [worker, state] of this.instances.get(variant) ?? []) {
       if (state !== "active" && state !== "overloaded" && state !== "interfered") continue;
-      const reported = this.workers.get(worker)?.report.variants.find((v) => v.variant === variant);
-      n += reported ? Math.max(1, reported.instances) : 1;
+      const metrics = this.workers.get(worker)?.report.variants.find((v) => v.variant === variant);
+      out.push({ worker, instances: metrics ? Math.max(1, metrics.instances) : 1, metrics });
     }
-    return n;
+    return out;
   }
 
   private recomputeLoad(): void {

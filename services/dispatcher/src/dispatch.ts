@@ -32,6 +32,7 @@ import {
   routeModelQuery,
   selectForApp,
   type LoadPlacement,
+  type OverflowDecision,
   type LoadRequest,
   type QueryRequirements,
   type RouteCandidate,
@@ -340,9 +341,10 @@ export class Dispatcher {
     const deadline = given > 0 ? given : nowMs + DEFAULT_TIMEOUT_MS;
     const accept = h?.get(headers.accept) || (json ? "json" : "wire");
     const receivedAt = Number(h?.get(headers.receivedAt)) || nowMs;
+    let decision: OverflowDecision | undefined;
     if (this.overflow) {
       const held = Math.min(given > 0 ? given : Infinity, slo ? receivedAt + slo.latencyMs : Infinity);
-      const decision = Number.isFinite(held) ? this.overflow.decide(variant, nowMs, held, this.pendingLoads.get(variant.name)) : undefined;
+      decision = Number.isFinite(held) ? this.overflow.decide(variant, nowMs, held, this.pendingLoads.get(variant.name)) : undefined;
       if (decision?.action === "overflow") {
         await this.overflow.serve({ variant, payload, json: accept === "json", replyTo: msg.reply, requestId: h?.get(headers.requestId) || undefined, receivedAtMs: receivedAt, deadlineMs: deadline, decision });
         return;
@@ -369,7 +371,7 @@ export class Dispatcher {
       throw new ServeError(ErrorCode.noCapacity, `the queue of ${variant.name} refused the query: ${(err as Error).message}`);
     }
     // One line per query at debug level (checked first: this is the query path).
-    if (this.log.isLevelEnabled("debug")) this.log.debug({ requestId: h?.get(headers.requestId) || undefined, variant: variant.name, slo }, "query routed");
+    if (this.log.isLevelEnabled("debug")) this.log.debug({ requestId: h?.get(headers.requestId) || undefined, variant: variant.name, slo, decidedAtMs: nowMs, overflow: decision?.reason }, "query routed");
   }
 
   /** Entry point for `infer.model.*` and `infer.variant.*` messages; never throws. */

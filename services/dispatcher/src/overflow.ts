@@ -10,8 +10,11 @@ import {
   prewarmForForecast,
   prewarmForLostCapacity,
   profiledLatencyAt,
+  serviceRateOf,
+  observedOverflowCapacity,
   variantOverflowCapacity,
   type BacklogEstimate,
+  type OverflowCapacity,
   type LostLoad,
   type OverflowDecision,
   type PrewarmConfig,
@@ -88,19 +91,21 @@ export class OverflowPath {
   /**
    * Local or overflow for a query on `variant` held to `deadlineMs` (libs/policy decides). Undefined
    * when the variant has no profile (no estimate: the query is served locally). Capacity: the
-   * variant's serving instances (state events, instance counts from the 1 s worker reports); with none,
-   * the instances loading or a load this dispatcher asked for, up after the profiled load latency.
+   * variant's serving instances (state events, instance counts from the 1 s worker reports), per
+   * worker slowed down by what its latest report observed (`observedOverflowCapacity`); with none, the
+   * instances loading or a load this dispatcher asked for, up after the profiled load latency.
    * Queue ahead: the larger of the workers' reported queues (≤ 1 s old) and this dispatcher's backlog
    * estimate (its own enqueues drained at μ*).
    */
   decide(variant: VariantRecord, nowMs: number, deadlineMs: number, loadAskedAtMs: number | undefined): OverflowDecision | undefined {
-    const capacity = variantOverflowCapacity(variant, this.cluster.servingInstances(variant.name));
-    if (!capacity) return undefined;
-    const backlog = this.drained(variant.name, capacity.instances * capacity.peakQpsPerInstance, nowMs);
+    const profiled = variantOverflowCapacity(variant, 1);
+    if (!profiled) return undefined;
+    const serving = this.serving(variant);
+    const backlog = this.drained(variant.name, serviceRateOf(serving), nowMs);
     const loading = Math.max(this.cluster.count(variant.name, "loading"), isLoadPending(loadAskedAtMs, nowMs) ? 1 : 0);
     const input = overflowInputFor({
-      serving: [capacity],
-      ...(loading > 0 ? { starting: { capacity: [{ ...capacity, instances: loading }], inMs: variant.profile?.loadLatencyMs ?? 0 } } : {}),
+      serving,
+      ...(loading > 0 ? { starting: { capacity: [{ ...profiled, instances: loading }], inMs: variant.profile?.loadLatencyMs ?? 0 } } : {}),
       queueAhead: Math.max(this.cluster.load.get(variant.name)?.queueLength ?? 0, backlog.queries),
       nowMs,
       deadlineMs,
@@ -110,10 +115,19 @@ export class OverflowPath {
 
   /** A query (with a deadline or not) went to the variant's local queue: one more ahead of the next. */
   queued(variant: VariantRecord, nowMs: number): void {
-    const capacity = variantOverflowCapacity(variant, this.cluster.servingInstances(variant.name));
-    if (!capacity) return;
-    const b = this.drained(variant.name, capacity.instances * capacity.peakQpsPerInstance, nowMs);
+    if (!variant.profile) return;
+    const b = this.drained(variant.name, serviceRateOf(this.serving(variant)), nowMs);
     b.queries++;
+  }
+
+  /** The variant's serving instances, one group per worker, as they run now (libs/policy `observedOverflowCapacity`). */
+  private serving(variant: VariantRecord): OverflowCapacity[] {
+    const out: OverflowCapacity[] = [];
+    for (const s of this.cluster.servingOn(variant.name)) {
+      const c = observedOverflowCapacity(variant, s.instances, s.metrics);
+      if (c) out.push(c);
+    }
+    return out;
   }
 
   /** The variant's backlog estimate brought to now (libs/policy `drainBacklog`), as stored. */

@@ -20,6 +20,7 @@ import type { Catalog, MetadataStore } from "@sloserve/store";
 import { jsonToWire, wireToJson, validationToWire } from "./infer.js";
 import { dashboardHtml } from "./dashboard.js";
 import { describeModel } from "./listing.js";
+import { registerPipelineRoutes } from "./pipelines.js";
 import type { ProfileProgressView } from "./progress.js";
 import multipart from "@fastify/multipart";
 
@@ -179,6 +180,9 @@ export async function buildApp(deps: FrontendDeps) {
     });
     return reply.type("application/json").send(answer);
   });
+
+  // ---- Pipelines (register, list, delete, query): pipelines.ts ----
+  await registerPipelineRoutes(app, { bus, store, catalog, log }, ask);
 
   // ---- Model repository ----
   app.post("/v2/repository/index", async () => {

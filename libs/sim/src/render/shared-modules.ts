@@ -65,9 +65,9 @@ const ROWS: Row[] = [
     simulator: "scenarios/mark-system.ts (mark-twitter, mark-mmpp, combined); combined.ts (batch tuning of INFaaS's EC2 variants)",
   },
   {
-    module: "pipeline.ts, estimator.ts, planner.ts, tuner.ts, baselines-cg.ts, baselines-autoscale.ts",
-    decides: "InferLine: routing of a pipeline query (`pipelineRoute`), Estimator, Planner, Tuner; CG and AutoScale baselines",
-    service: "— (no live pipelines)",
+    module: "pipeline.ts, pipeline-spec.ts, pipeline-run.ts, estimator.ts, planner.ts, tuner.ts, baselines-cg.ts, baselines-autoscale.ts",
+    decides: "InferLine: routing of a pipeline query (`pipelineRoute`), specs checked and compiled into route graphs, a live query's route (`PipelineRun`: conditions, fan-out, join), Estimator, Planner, Tuner; CG and AutoScale baselines",
+    service: "dispatcher (pipelines.ts, pipeline-run.ts: `PipelineRun`, which routes with `pipelineRoute`), frontend (input signature, parameters)",
     simulator: "systems/inferline.ts (pipelineRoute, profiles), scenarios/inferline-*.ts (plans with the Estimator, judged on the engine)",
   },
   { module: "mix-optimizer.ts", decides: "INFaaS Table 3's cheapest mix of variants", service: "—", simulator: "scenarios/infaas-table3.ts" },

@@ -9,7 +9,8 @@
  *   batching from batch-tuning.ts: MArk §4.3); queries that can no longer meet their deadline when a
  *   batch starts are shed to Lambda (the engine's `shedLate`);
  * - per query on arrival, overflow.ts decides local vs Lambda (queue ahead / μ* + Wbatch + T(b) against
- *   the SLO: MArk §4.1's Bouncer);
+ *   the SLO: MArk §4.1's Bouncer), its input mapped from the ready replicas by `overflowInputFor`, the
+ *   mapping the live dispatcher uses;
  * - every minute: the per-minute max arrival rate (5 s samples, forecast.ts) is appended to the lane's
  *   history, the live forecaster's rule (forecast-plan.ts `planForecast`: last value, seasonal-naive or
  *   Holt-Winters refitted every 60 minutes, by the history's length) forecasts the next 60 minutes and
@@ -30,10 +31,10 @@
  * included), Lambda per request and GB-second.
  */
 import {
-  createRng, decideOverflow, initialProvisioningState, initialSloMonitorState, planForecast,
+  createRng, decideOverflow, overflowInputFor, initialProvisioningState, initialSloMonitorState, planForecast,
   initialTargetTrackingState, interpolateBatchLatency, maxRatePerUnit, observeRequests, planProvisioning,
   pricePerSecond, sampleExponential, samplePoisson, sloMonitorTick, targetTracking, tuneBatching,
-  type BatchTuning, type ForecastPlanState, type InstanceTypeSpec, type ProvisioningState, type SloMonitorState,
+  type BatchTuning, type ForecastPlanState, type InstanceTypeSpec, type OverflowCapacity, type ProvisioningState, type SloMonitorState,
   type TargetTrackingState,
 } from "@sloserve/policy";
 import { Simulator, drop, type Machine, type Query, type Queue, type SimResult } from "../engine.js";
@@ -246,8 +247,7 @@ export function runMark(input: MarkRunInput): MarkRunResult {
       while (lane.perSecond.length <= s) lane.perSecond.push(0);
       lane.perSecond[s]!++;
       if (sagemaker) return lane.queue;
-      const b = localBatching(lane.queue);
-      const d = decideOverflow({ queueAhead: lane.queue.length, serviceRateQps: lane.queue.capacityQps(), wbatchMs: b.wbatchMs, batchLatencyMs: b.batchLatencyMs, remainingBudgetMs: q.sloMs });
+      const d = decideOverflow(overflowInputFor({ serving: readyCapacity(lane.queue), queueAhead: lane.queue.length, nowMs: q.arrivalMs, deadlineMs: q.arrivalMs + q.sloMs }));
       if (d.action === "local") return lane.queue;
       toLambda++;
       return lane.lambda;
@@ -375,14 +375,11 @@ export function runMark(input: MarkRunInput): MarkRunResult {
   };
 }
 
-/** Wbatch and T(Nbatch) of the ready replicas, pessimistically (largest of each). */
-function localBatching(queue: Queue): { wbatchMs: number; batchLatencyMs: number } {
-  let w = 0;
-  let t = 0;
+/** The ready replicas as overflow capacity (libs/policy `overflowInputFor`, as the live dispatcher maps its instances). */
+function readyCapacity(queue: Queue): OverflowCapacity[] {
+  const out: OverflowCapacity[] = [];
   for (const r of queue.replicas) {
-    if (r.state !== "ready") continue;
-    w = Math.max(w, r.waitMs);
-    t = Math.max(t, r.latencyMs(r.maxBatch));
+    if (r.state === "ready") out.push({ instances: 1, peakQpsPerInstance: r.peakQps(), wbatchMs: r.waitMs, batchLatencyMs: r.latencyMs(r.maxBatch) });
   }
-  return { wbatchMs: w, batchLatencyMs: t };
+  return out;
 }

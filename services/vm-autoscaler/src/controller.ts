@@ -1,0 +1,485 @@
+import { randomUUID } from "node:crypto";
+import type { z } from "zod";
+import { AckPolicy, type ConsumerMessages } from "@nats-io/jetstream";
+import {
+  arrivalsReportSchema,
+  describeZodError,
+  forecastMessageSchema,
+  scaleVmRequestSchema,
+  streams,
+  subjects,
+  workerReportSchema,
+  type ArrivalsReport,
+  type Clock,
+  type CostSummary,
+  type ForecastMessage,
+  type Hardware,
+  type ScaleCommand,
+  type WorkerReport,
+} from "@sloserve/contracts";
+import type { Bus, Logger } from "@sloserve/bus";
+import type { Catalog, MetadataStore } from "@sloserve/store";
+import {
+  DEFAULT_VM_AUTOSCALER_CONFIG,
+  emptyMachinePlanState,
+  planMachines,
+  toVariantProfile,
+  type AppForecast,
+  type AppSloSample,
+  type MachineDecision,
+  type MachineKind,
+  type MachinePlanConfig,
+  type MachinePlanState,
+  type MachineView,
+  type PendingPlacement,
+  type VariantProfile,
+} from "@sloserve/policy";
+import type { ProviderEvent, WorkerInstance, WorkerProvider } from "@sloserve/providers";
+import { costSummary, type VmMetrics, type WorkerState } from "./costs.js";
+import { machineView, reportHasArrivals, sloOutcomes, type HeldReport } from "./views.js";
+
+/**
+ * The stateful shell of the VM autoscaler (DESIGN §3 "VM-level autoscaling", "Predictive
+ * provisioning", "Costs"). It keeps, in this one object: each worker's latest report (the heartbeat),
+ * the `scale.vm` requests since the last tick, each app's latest forecast, the dispatchers' arrivals
+ * (each app's tightest SLO and current load), the SLO outcomes since the last tick, the provider's
+ * instances (a ledger kept after they end, for the costs), the provider's events (lost instances, spot
+ * notices), the reloads owed to replacements, and the machine plan's state.
+ *
+ * Every tick (2 s) it builds the workers' views, calls libs/policy `planMachines` (the rule the
+ * simulator's INFaaS system runs) and carries the decisions out, in order: decisions on
+ * `decision.vm.<worker or kind>` with their reasons (a hold only when its reason changes), launches and
+ * terminations through the WorkerProvider, results on `scale.result.vm.<worker or kind>`; then it sends
+ * the reloads owed to replacements that now heartbeat (`scale.model.<worker>`, action "load", one per
+ * variant the lost worker ran) and exports the costs. Time comes from the injected clock.
+ *
+ * Which workers it may terminate: only those its provider launched (`managed`); workers started
+ * otherwise (the stack's, docker-compose's, an operator's) are only replaced when lost. A worker whose
+ * heartbeat stops is lost when its provider says so, or — for a worker the provider did not launch —
+ * when Redis still lists instances on it (a clean stop unloads them and removes its records; a crash
+ * leaves them); one that stopped cleanly has just left.
+ */
+
+export interface VmAutoscalerControllerOptions {
+  /** What can be launched, per hardware kind (instance type, price, boot time, resources, limits). */
+  kinds: Readonly<Record<string, MachineKind>>;
+  /** Settings of the machine plan (cool-down, billing minimum, plan period, SLmin, …). */
+  plan?: Partial<MachinePlanConfig>;
+  /** Extra environment for the executors launched, per kind (e.g. WORKER_THREADS). */
+  launchEnv?: Readonly<Record<string, Record<string, string>>>;
+  /** Published holds with an unchanged reason are repeated after this long. @default 60_000 */
+  holdRepeatMs?: number;
+  metrics?: VmMetrics;
+}
+
+/** How long arrival reports count for an app's load and its SLO. */
+const LOAD_WINDOW_MS = 5_000;
+const SLO_MEMORY_MS = 60_000;
+/** Reports of workers gone for longer are forgotten. */
+const FORGET_MS = 600_000;
+
+interface Restore {
+  from: string;
+  variants: string[];
+  reason: string;
+}
+
+export class VmAutoscalerController {
+  private readonly reports = new Map<string, HeldReport>();
+  /** The provider's instances by provider id: the ledger (kept after they end). */
+  private readonly instances = new Map<string, WorkerInstance>();
+  /** Provider ids the provider reported lost, with the reason. */
+  private readonly lost = new Map<string, string>();
+  /** Provider ids with a spot interruption notice, with when they are taken back. */
+  private readonly notices = new Map<string, number>();
+  /** Provider ids this autoscaler asked to terminate. */
+  private readonly terminating = new Set<string>();
+  /** Workers that left cleanly or were replaced: not listed again. */
+  private readonly gone = new Set<string>();
+  private pending: PendingPlacement[] = [];
+  private readonly forecasts = new Map<string, AppForecast>();
+  private readonly arrivals = new Map<string, Array<{ seenAtMs: number; arrivals: number; minSloMs: number | null }>>();
+  private slo = new Map<string, { total: number; missed: number }>();
+  /** Reloads owed to replacements, by the new worker's id. */
+  private readonly restores = new Map<string, Restore>();
+  private state: MachinePlanState = emptyMachinePlanState();
+  private readonly lastHold = new Map<string, { reason: string; atMs: number }>();
+  private commands: ConsumerMessages | undefined;
+  private lastCost: CostSummary | undefined;
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly store: MetadataStore,
+    private readonly catalog: Catalog,
+    private readonly provider: WorkerProvider,
+    private readonly log: Logger,
+    private readonly clock: Clock,
+    private readonly options: VmAutoscalerControllerOptions,
+  ) {
+    provider.onEvent((e) => this.applyProviderEvent(e));
+  }
+
+  private get heartbeatTimeoutMs(): number {
+    return this.options.plan?.vm?.heartbeatTimeoutMs ?? DEFAULT_VM_AUTOSCALER_CONFIG.heartbeatTimeoutMs;
+  }
+
+  /**
+   * Subscribes to what the controller reads: registry events (into the catalog), worker reports,
+   * forecasts and arrivals (core subscriptions), and takes `scale.vm` requests from the SCALE work
+   * queue (durable consumer `vm-autoscaler`). Malformed messages are logged and skipped.
+   */
+  async start(): Promise<void> {
+    const { nc } = this.bus;
+    const parse = (subject: string, data: () => unknown, apply: (body: unknown) => void): void => {
+      try {
+        apply(data());
+      } catch (err) {
+        this.log.warn({ err, subject }, "ignoring a malformed message");
+      }
+    };
+    const checked = <S extends z.ZodType>(schema: S, apply: (x: z.infer<S>) => void) => (body: unknown): void => {
+      const parsed = schema.safeParse(body);
+      if (!parsed.success) throw new Error(describeZodError(parsed.error));
+      apply(parsed.data);
+    };
+    this.subs = [
+      nc.subscribe(subjects.registryEvents, { callback: (_err, msg) => parse(msg.subject, () => msg.json(), (body) => void this.catalog.applyEvent(msg.subject, body)) }),
+      nc.subscribe(subjects.workerMetricsAll, { callback: (_err, msg) => parse(msg.subject, () => msg.json(), checked(workerReportSchema, (r) => this.applyReport(r))) }),
+      nc.subscribe(subjects.forecastAll, { callback: (_err, msg) => parse(msg.subject, () => msg.json(), checked(forecastMessageSchema, (f) => this.applyForecast(f))) }),
+      nc.subscribe(subjects.arrivalsAll, { callback: (_err, msg) => parse(msg.subject, () => msg.json(), checked(arrivalsReportSchema, (a) => this.applyArrivals(a))) }),
+    ];
+    const durable = "vm-autoscaler";
+    await this.bus.jsm.consumers
+      .add(streams.scale.name, { durable_name: durable, filter_subject: subjects.scaleVm, ack_policy: AckPolicy.Explicit, ack_wait: 30 * 1e9 })
+      .catch((err: Error) => {
+        if (!/already in use|exists/i.test(err.message)) throw err;
+      });
+    const consumer = await this.bus.js.consumers.get(streams.scale.name, durable);
+    this.commands = await consumer.consume({ max_messages: 64 });
+    const messages = this.commands;
+    void (async () => {
+      for await (const msg of messages) {
+        const parsed = scaleVmRequestSchema.safeParse(parseJson(msg.data));
+        if (!parsed.success) {
+          this.log.warn({ subject: msg.subject, problem: describeZodError(parsed.error) }, "ignoring a malformed scale.vm request");
+          msg.term();
+          continue;
+        }
+        const r = parsed.data;
+        this.pending.push({ kind: r.hardware, variant: r.variant, count: r.count });
+        this.log.debug({ request: r }, "scale.vm request");
+        msg.ack();
+      }
+    })().catch((err: unknown) => this.log.error({ err }, "the scale.vm consumer stopped"));
+  }
+
+  private subs: Array<ReturnType<Bus["nc"]["subscribe"]>> = [];
+
+  async stop(): Promise<void> {
+    for (const s of this.subs) s.unsubscribe();
+    await this.commands?.close().catch((err: unknown) => this.log.warn({ err }, "closing the scale.vm consumer failed"));
+  }
+
+  applyReport(report: WorkerReport): void {
+    if (this.gone.delete(report.worker)) this.log.info({ worker: report.worker }, "a worker thought gone reports again");
+    const prev = this.reports.get(report.worker);
+    if (prev && prev.report.atMs >= report.atMs) return;
+    const nowMs = this.clock.now();
+    this.reports.set(report.worker, { report, seenAtMs: nowMs, lastArrivalMs: reportHasArrivals(report) ? nowMs : (prev?.lastArrivalMs ?? null) });
+    for (const [app, o] of sloOutcomes(report, this.catalog.variants)) {
+      const e = this.slo.get(app) ?? { total: 0, missed: 0 };
+      e.total += o.total;
+      e.missed += o.missed;
+      this.slo.set(app, e);
+    }
+  }
+
+  applyForecast(f: ForecastMessage): void {
+    this.forecasts.set(f.app, { app: f.app, atMs: f.atMs, stepMs: f.unitS * 1000, values: f.values });
+  }
+
+  applyArrivals(a: ArrivalsReport): void {
+    let minSloMs: number | null = null;
+    for (const m of Object.values(a.models)) if (m.minSloMs !== null) minSloMs = minSloMs === null ? m.minSloMs : Math.min(minSloMs, m.minSloMs);
+    const list = this.arrivals.get(a.app) ?? [];
+    list.push({ seenAtMs: this.clock.now(), arrivals: a.arrivals, minSloMs });
+    this.arrivals.set(a.app, list);
+  }
+
+  applyProviderEvent(e: ProviderEvent): void {
+    if (e.type === "lost") this.lost.set(e.id, e.reason);
+    else this.notices.set(e.id, e.terminateAtMs);
+  }
+
+  /** The latest cost summary (after a tick). */
+  get costs(): CostSummary | undefined {
+    return this.lastCost;
+  }
+
+  /** One tick: refresh the provider's instances, decide, act, reload, account. Failures are logged and the rest goes on. */
+  async tick(): Promise<MachineDecision[]> {
+    const nowMs = this.clock.now();
+    try {
+      for (const i of await this.provider.list()) this.instances.set(i.id, i);
+    } catch (err) {
+      this.log.error({ err, provider: this.provider.name }, "listing the provider's instances failed; using the last list");
+    }
+    let records = new Map<string, string[]>();
+    try {
+      records = recordsByWorker(await this.store.listInstances());
+    } catch (err) {
+      this.log.error({ err }, "reading instance records from Redis failed; lost workers restore what their last report showed");
+    }
+    const workers = this.views(nowMs, records);
+    const { decisions, state } = planMachines({
+      nowMs,
+      workers,
+      kinds: this.options.kinds,
+      pending: this.pending.splice(0),
+      forecasts: [...this.forecasts.values()],
+      slo: this.takeSlo(),
+      catalog: this.profiles(),
+      sloMsByApp: this.sloByApp(nowMs),
+      loadQpsByKind: this.loadByKind(),
+      config: this.options.plan ?? {},
+      state: this.state,
+    });
+    this.state = state;
+    for (const d of decisions) {
+      try {
+        await this.act(d, nowMs, workers);
+      } catch (err) {
+        this.log.error({ err, decision: d.action, kind: d.kind, worker: "worker" in d ? d.worker : undefined }, "VM autoscaler action failed");
+      }
+    }
+    await this.reload(nowMs);
+    this.account(nowMs, workers);
+    return decisions;
+  }
+
+  /** Every worker the plan should see (see the header for which are lost and which have left). */
+  private views(nowMs: number, records: ReadonlyMap<string, string[]>): MachineView[] {
+    const byWorker = new Map<string, WorkerInstance>();
+    for (const i of this.instances.values()) byWorker.set(i.workerId, i);
+    for (const [id, r] of this.reports) if (nowMs - r.seenAtMs > FORGET_MS) this.reports.delete(id);
+    const names = new Set<string>([...this.reports.keys()]);
+    for (const i of this.instances.values()) if (i.state !== "terminated" || this.lost.has(i.id)) names.add(i.workerId);
+    const out: MachineView[] = [];
+    for (const name of [...names].sort()) {
+      if (this.gone.has(name)) continue;
+      const instance = byWorker.get(name);
+      if (instance && this.terminating.has(instance.id)) continue;
+      const report = this.reports.get(name);
+      const lostReason = instance ? this.lost.get(instance.id) : undefined;
+      const stale = report !== undefined && nowMs - report.seenAtMs > this.heartbeatTimeoutMs;
+      if (!instance && stale && (records.get(name) ?? []).length === 0) {
+        // A clean stop removes the worker's records: it left, nothing to replace.
+        this.gone.add(name);
+        this.reports.delete(name);
+        this.log.info({ worker: name }, "worker left (stopped cleanly)");
+        continue;
+      }
+      const view = machineView({
+        name,
+        ...(report ? { report } : {}),
+        ...(instance ? { instance } : {}),
+        records: records.get(name) ?? [],
+        restoring: this.restores.get(name)?.variants ?? [],
+        ...(lostReason !== undefined ? { lostReason } : {}),
+        ...(instance && this.notices.has(instance.id) ? { interruptAtMs: this.notices.get(instance.id) as number } : {}),
+        nowMs,
+        variants: this.catalog.variants,
+        servingWindowMs: LOAD_WINDOW_MS,
+      });
+      if (view) out.push(view);
+    }
+    return out;
+  }
+
+  private takeSlo(): AppSloSample[] {
+    const out = [...this.slo].map(([app, o]) => ({ app, total: o.total, missed: o.missed }));
+    this.slo = new Map();
+    return out;
+  }
+
+  private profiles(): VariantProfile[] {
+    const out: VariantProfile[] = [];
+    for (const v of this.catalog.variants.values()) {
+      const p = toVariantProfile(v);
+      if (p) out.push(p);
+    }
+    return out;
+  }
+
+  private sloByApp(nowMs: number): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [app, list] of this.arrivals) {
+      const keep = list.filter((x) => nowMs - x.seenAtMs <= SLO_MEMORY_MS);
+      this.arrivals.set(app, keep);
+      for (const x of keep) if (x.minSloMs !== null) out[app] = Math.min(out[app] ?? Infinity, x.minSloMs);
+    }
+    return out;
+  }
+
+  /** Each kind's load: Σ arrivals per second in its workers' latest reports. */
+  private loadByKind(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const { report } of this.reports.values()) {
+      out[report.hardware] = (out[report.hardware] ?? 0) + report.variants.reduce((s, v) => s + v.arrivals, 0);
+    }
+    return out;
+  }
+
+  private async act(d: MachineDecision, nowMs: number, workers: readonly MachineView[]): Promise<void> {
+    await this.publishDecision(d, nowMs);
+    switch (d.action) {
+      case "hold":
+      case "plan":
+        return;
+      case "launch": {
+        for (let i = 0; i < d.count; i++) await this.launch(d.kind, d.market, `${d.trigger}: ${d.reason}`, nowMs);
+        return;
+      }
+      case "replace": {
+        const instance = await this.launch(d.kind, d.market, `replace ${d.worker}: ${d.reason}`, nowMs);
+        if (instance) {
+          this.restores.set(instance.workerId, { from: d.worker, variants: d.restore, reason: d.reason });
+          this.restores.delete(d.worker);
+        }
+        await this.forget(d.worker, workers);
+        return;
+      }
+      case "terminate": {
+        const instance = [...this.instances.values()].find((i) => i.workerId === d.worker);
+        if (!instance) throw new Error(`no instance of this provider runs worker ${d.worker}`);
+        this.terminating.add(instance.id);
+        const started = this.clock.now();
+        // Draining takes a while: the tick does not wait for it.
+        void this.provider
+          .terminate(instance.id, d.reason)
+          .then(() => this.publishResult(d.worker, { action: "terminate", worker: d.worker, instance: instance.id, kind: d.kind, ok: true, durationMs: this.clock.now() - started, reason: d.reason }))
+          .catch((err: unknown) => {
+            this.terminating.delete(instance.id);
+            this.log.error({ err, worker: d.worker, instance: instance.id }, "terminating a worker failed");
+            return this.publishResult(d.worker, { action: "terminate", worker: d.worker, instance: instance.id, kind: d.kind, ok: false, error: (err as Error).message, durationMs: this.clock.now() - started, reason: d.reason });
+          });
+        return;
+      }
+    }
+  }
+
+  /** Launches one worker; failures are published as results and logged (the next tick decides again). */
+  private async launch(kind: string, market: "on-demand" | "spot", reason: string, nowMs: number): Promise<WorkerInstance | undefined> {
+    const spec = this.options.kinds[kind];
+    if (!spec) throw new Error(`no instance type configured for ${kind} workers`);
+    try {
+      const env = this.options.launchEnv?.[kind];
+      const instance = await this.provider.launch({ kind: kind as Hardware, instanceType: spec.instanceType, market, reason: reason.slice(0, 250), ...(env ? { env: { ...env } } : {}) });
+      this.instances.set(instance.id, instance);
+      this.log.info({ worker: instance.workerId, instance: instance.id, kind, instanceType: instance.instanceType, market, reason }, "launched a worker");
+      await this.publishResult(instance.workerId, { action: "launch", worker: instance.workerId, instance: instance.id, kind, market, instanceType: instance.instanceType, pricePerHour: instance.pricePerHour, ok: true, reason });
+      return instance;
+    } catch (err) {
+      this.log.error({ err, kind, market, reason }, "launching a worker failed");
+      await this.publishResult(kind, { action: "launch", kind, market, ok: false, error: (err as Error).message, reason, atMs: nowMs });
+      return undefined;
+    }
+  }
+
+  /**
+   * A replaced worker is forgotten: its report, its records in Redis (it holds no instance any more),
+   * and, when it is one of ours that still runs (a hung executor), the machine itself.
+   */
+  private async forget(worker: string, workers: readonly MachineView[]): Promise<void> {
+    this.gone.add(worker);
+    this.reports.delete(worker);
+    const instance = [...this.instances.values()].find((i) => i.workerId === worker);
+    if (instance) {
+      this.lost.delete(instance.id);
+      this.notices.delete(instance.id);
+      if (instance.state !== "terminated") {
+        this.terminating.add(instance.id);
+        void this.provider.terminate(instance.id, "lost: replaced").catch((err: unknown) => this.log.error({ err, worker, instance: instance.id }, "terminating a lost worker failed"));
+      }
+    }
+    if (workers.some((w) => w.name === worker)) {
+      await this.store.removeWorker(worker).catch((err: unknown) => this.log.warn({ err, worker }, "removing a lost worker's records from Redis failed"));
+    }
+  }
+
+  /** Sends the reloads owed to replacements that heartbeat now: one "load" per variant of the lost worker. */
+  private async reload(nowMs: number): Promise<void> {
+    for (const [worker, r] of [...this.restores]) {
+      if (!this.reports.has(worker)) continue;
+      this.restores.delete(worker);
+      for (const variant of r.variants) {
+        if (!this.catalog.variants.has(variant)) {
+          this.log.warn({ worker, variant, from: r.from }, "not reloading a variant that is no longer registered");
+          continue;
+        }
+        const command: ScaleCommand = { id: randomUUID(), action: "load", variant, reason: `restore what ${r.from} ran: ${r.reason}`.slice(0, 500), atMs: nowMs };
+        try {
+          await this.bus.js.publish(subjects.scaleModel(worker), JSON.stringify(command));
+          this.log.info({ worker, variant, from: r.from }, "reload sent to the replacement");
+          await this.publishResult(worker, { action: "reload", worker, variant, from: r.from, ok: true, reason: command.reason });
+        } catch (err) {
+          this.log.error({ err, worker, variant, from: r.from }, "sending a reload failed");
+        }
+      }
+    }
+  }
+
+  /** Costs of the provider's instances, the fleet by kind and state, to the metrics. */
+  private account(nowMs: number, workers: readonly MachineView[]): void {
+    const fleet: Array<{ kind: string; state: WorkerState }> = workers.map((w) => ({
+      kind: w.kind,
+      state: w.lostReason !== undefined || (!w.booting && nowMs - w.lastHeartbeatMs > this.heartbeatTimeoutMs) ? "lost" : w.interruptAtMs !== undefined ? "draining" : w.booting ? "booting" : "running",
+    }));
+    for (const i of this.instances.values()) if (this.terminating.has(i.id) && i.state !== "terminated") fleet.push({ kind: i.kind, state: "draining" });
+    this.lastCost = costSummary([...this.instances.values()], fleet, nowMs);
+    this.options.metrics?.observe(this.lastCost);
+  }
+
+  /** Publishes the latest cost summary on `metrics.cost`. */
+  async publishCosts(): Promise<void> {
+    if (this.lastCost) await this.bus.js.publish(subjects.costSummary, JSON.stringify(this.lastCost));
+  }
+
+  private async publishDecision(d: MachineDecision, nowMs: number): Promise<void> {
+    const key = `${d.kind}|${"worker" in d ? (d.worker ?? "") : ""}|${d.action}`;
+    if (d.action === "hold") {
+      // Numbers in a hold's reason move every tick: compare without them.
+      const shape = d.reason.replace(/[0-9.]+/g, "#");
+      const last = this.lastHold.get(key);
+      if (last && last.reason === shape && nowMs - last.atMs < (this.options.holdRepeatMs ?? 60_000)) return;
+      this.lastHold.set(key, { reason: shape, atMs: nowMs });
+    }
+    this.options.metrics?.decision(d);
+    const token = "worker" in d && d.worker ? d.worker : d.kind;
+    await this.bus.js.publish(subjects.decision("vm", token), JSON.stringify({ ...d, atMs: nowMs }));
+    if (d.action !== "hold") this.log.info({ ...d }, "VM scaling decision");
+    else this.log.debug({ ...d }, "VM scaling hold");
+  }
+
+  private async publishResult(token: string, result: Record<string, unknown>): Promise<void> {
+    await this.bus.js.publish(subjects.vmResult(token), JSON.stringify({ id: randomUUID(), atMs: this.clock.now(), ...result })).catch((err: unknown) => this.log.warn({ err, result }, "could not publish a VM autoscaler result"));
+  }
+}
+
+/** Variants Redis lists per worker (instances loading or serving). */
+function recordsByWorker(records: ReadonlyArray<{ worker: string; variant: string; state: string }>): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const r of records) {
+    if (r.state === "inactive" || r.state === "failed" || r.state === "unloading") continue;
+    out.set(r.worker, [...(out.get(r.worker) ?? []), r.variant]);
+  }
+  return out;
+}
+
+function parseJson(data: Uint8Array): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(data));
+  } catch {
+    return undefined;
+  }
+}
