@@ -1,12 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { connect, headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { startStack, digitsModels, registerOverHttp, waitForProfiles, tempDir, type Stack, type BundledModel } from "@sloserve/stack";
 import { contentTypes, decodeTensors, encodeTensors, headers, subjects } from "@sloserve/contracts";
-import { Network, exportNetwork } from "@sloserve/zoo";
-import { createRng } from "@sloserve/policy";
-import { postJson } from "./support.js";
+import { heavyModel, postJson } from "./support.js";
 
 /**
  * Model-less serving on the real stack (INFaaS §4): queries name the app and their requirements;
@@ -21,18 +17,6 @@ let decisionSub: Subscription;
 
 interface ListedVariant { name: string; accuracy: number | null; peak_qps: number | null; latency_ms: Record<string, number> | null; batch_size: number; profiled: boolean; hardware: string; threads: number }
 interface Listed { models: Array<{ name: string; variants: ListedVariant[] }> }
-
-/**
- * A deliberately heavy MLP (784 → 4096 → 4096 → 10, random weights, 20 M parameters): its weights
- * don't fit in cache, so a batch of 1 costs nearly as much memory traffic as a batch of 8, and one
- * core serves only ~70 single queries per second: a load step to 100 QPS needs scaling.
- */
-function heavyModel(dir: string): BundledModel {
-  const network = new Network([{ type: "flatten" }, { type: "dense", units: 4096 }, { type: "relu" }, { type: "dense", units: 4096 }, { type: "relu" }, { type: "dense", units: 10 }], [1, 28, 28], createRng(7));
-  const path = join(dir, "heavy.onnx");
-  writeFileSync(path, exportNetwork(network, "heavy"));
-  return { app: "heavy", name: "heavy-mlp", task: "image-classification", dataset: "none", path };
-}
 
 beforeAll(async () => {
   digits = await digitsModels();

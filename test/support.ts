@@ -1,7 +1,10 @@
 import { createRng } from "@sloserve/policy";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { OnnxRunner } from "@sloserve/runtime";
 import type { Tensor } from "@sloserve/contracts";
+import type { BundledModel } from "@sloserve/stack";
+import { Network, exportNetwork } from "@sloserve/zoo";
 
 /** A seeded PRNG (mulberry32) so that test inputs are the same on every run. */
 export function prng(seed: number): () => number {
@@ -33,4 +36,17 @@ export function maxRelativeDiff(actual: ArrayLike<number>, expected: ArrayLike<n
 export async function postJson(url: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: typeof body === "string" ? body : JSON.stringify(body) });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/**
+ * A deliberately heavy MLP (784 → 4096 → 4096 → 10, random weights, 20 M parameters) in app `heavy`:
+ * its weights don't fit in cache, so a batch of 1 costs nearly as much memory traffic as a batch of 8,
+ * and one core serves only ~70 single queries per second, with a 3 KB input: a load a test process can
+ * easily push past one worker's capacity.
+ */
+export function heavyModel(dir: string): BundledModel {
+  const network = new Network([{ type: "flatten" }, { type: "dense", units: 4096 }, { type: "relu" }, { type: "dense", units: 4096 }, { type: "relu" }, { type: "dense", units: 10 }], [1, 28, 28], createRng(7));
+  const path = join(dir, "heavy.onnx");
+  writeFileSync(path, exportNetwork(network, "heavy"));
+  return { app: "heavy", name: "heavy-mlp", task: "image-classification", dataset: "none", path };
 }

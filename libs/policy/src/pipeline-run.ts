@@ -15,10 +15,24 @@ import { ServeError, ErrorCode, type EdgeCondition, type PipelineParamValue, typ
 import { pipelineRoute } from "./pipeline.js";
 import { refText, type CompiledPipeline, type RouteGraph, type StageRef } from "./pipeline-spec.js";
 
+/**
+ * A value a step passes on that is not a tensor (a decoded image, text boxes, recognised text): steps
+ * read it, model stages cannot, and in the answer it is JSON. Numbers and booleans may drive conditions.
+ */
+export interface StepObject {
+  readonly name: string;
+  readonly object: unknown;
+}
+/** One output of a stage: a tensor, or (from a step) an object. */
+export type StageDatum = Tensor | StepObject;
 /** A stage's outputs by name. */
-export type StageOutputs = Readonly<Record<string, Tensor>>;
-/** What a stage reads for one input: a tensor, or for a join the list over items (null where an item had none). */
-export type StageValue = Tensor | ReadonlyArray<Tensor | null>;
+export type StageOutputs = Readonly<Record<string, StageDatum>>;
+/** What a stage reads for one input: a datum, or for a join the list over items (null where an item had none). */
+export type StageValue = StageDatum | ReadonlyArray<StageDatum | null>;
+
+export function isTensor(d: StageDatum): d is Tensor {
+  return "datatype" in d && "data" in d;
+}
 /** A stage's result: outputs, or for a fan-out its items. */
 export type StageResult = { outputs: StageOutputs } | { items: readonly StageOutputs[] };
 
@@ -40,15 +54,21 @@ function newContext(graph: RouteGraph): Context {
   return { graph, mask: 0, started: new Set(), settled: new Set(), outputs: new Map() };
 }
 
-/** The numbers of a tensor, for conditions. */
-function numbers(t: Tensor): ArrayLike<number> {
+/** The numbers of a datum, for conditions: a tensor's elements, or a step's number or boolean. */
+function numbers(d: StageDatum): ArrayLike<number> {
+  if (!isTensor(d)) {
+    if (typeof d.object === "number") return [d.object];
+    if (typeof d.object === "boolean") return [d.object ? 1 : 0];
+    throw new Error(`a condition cannot read '${d.name}': it is neither a tensor, a number nor a boolean`);
+  }
+  const t = d;
   if (t.datatype === "FP16") throw new Error(`a condition cannot read FP16 tensor '${t.name}'`);
   if (t.data instanceof BigInt64Array || t.data instanceof BigUint64Array) return Array.from(t.data, Number);
   return t.data as ArrayLike<number>;
 }
 
-/** reduce(tensor) for a condition; NaN for an empty tensor (except count). */
-export function reduceTensor(t: Tensor, reduce: EdgeCondition["reduce"]): number {
+/** reduce(tensor) for a condition; NaN for an empty tensor (except count). A step's number or boolean is a one-element tensor. */
+export function reduceTensor(t: StageDatum, reduce: EdgeCondition["reduce"]): number {
   const xs = numbers(t);
   const n = xs.length;
   if (reduce === "count") return n;
@@ -79,7 +99,7 @@ export function reduceTensor(t: Tensor, reduce: EdgeCondition["reduce"]): number
     }
     case "max_softmax": {
       // Softmax over the last axis, row by row; the largest probability of any row.
-      const cols = t.shape.length > 0 ? Math.max(1, t.shape[t.shape.length - 1]!) : n;
+      const cols = isTensor(t) && t.shape.length > 0 ? Math.max(1, t.shape[t.shape.length - 1]!) : n;
       let top = 0;
       for (let r = 0; r + cols <= n; r += cols) {
         let m = -Infinity;
@@ -96,7 +116,7 @@ export function reduceTensor(t: Tensor, reduce: EdgeCondition["reduce"]): number
 }
 
 /** Whether a conditional edge is taken: `reduce(output) op value`, "$name" values from the query's parameters. */
-export function evaluateCondition(c: EdgeCondition, output: Tensor, params: Readonly<Record<string, PipelineParamValue>>): boolean {
+export function evaluateCondition(c: EdgeCondition, output: StageDatum, params: Readonly<Record<string, PipelineParamValue>>): boolean {
   const value = typeof c.value === "number" ? c.value : params[c.value.slice(1)];
   if (typeof value !== "number") throw new Error(`condition value ${String(c.value)} is not a number`);
   const x = reduceTensor(output, c.reduce);
@@ -118,7 +138,7 @@ export function evaluateCondition(c: EdgeCondition, output: Tensor, params: Read
   }
 }
 
-function renamed(t: Tensor, name: string): Tensor {
+function renamed<T extends StageDatum>(t: T, name: string): T {
   return t.name === name ? t : { ...t, name };
 }
 
@@ -169,6 +189,7 @@ export class PipelineRun {
   }
 
   private advance(ctx: Context, item: number | null, out: PipelineTask[]): void {
+    if (ctx.settled.size === ctx.graph.pipeline.models.length) return;
     for (let changed = true; changed; ) {
       changed = false;
       const visited = new Set(pipelineRoute(ctx.graph.pipeline, ctx.mask).visited);
@@ -233,7 +254,7 @@ export class PipelineRun {
   }
 
   /** One reference's value for a stage running for `item` (null: outside fan-outs), or undefined when its stage did not run. */
-  private valueOf(r: StageRef, item: number | null): Tensor | undefined {
+  private valueOf(r: StageRef, item: number | null): StageDatum | undefined {
     if (r.stage === "input") return this.inputs[r.output];
     const source = this.compiled.stages.get(r.stage)!;
     if ((source.region !== null || source.stepKind === "fan_out") && item !== null) {
@@ -258,7 +279,7 @@ export class PipelineRun {
         });
         continue;
       }
-      let value: Tensor | undefined;
+      let value: StageDatum | undefined;
       for (const r of refs) if ((value = this.valueOf(r, task.item))) break;
       if (!value) throw new ServeError(ErrorCode.invalidData, `stage ${task.stage}: input '${name}' has no value: ${refs.map(refText).join(", ")} did not run for this query`);
       out[name] = renamed(value, name);
@@ -281,7 +302,7 @@ export class PipelineRun {
    * output of the stages where the query ended (visited, no taken edge onwards), named by output name,
    * or "<stage>.<output>" when two such stages give the same name.
    */
-  outputs(): Array<{ stage: string; tensor: Tensor }> {
+  outputs(): Array<{ stage: string; tensor: StageDatum }> {
     if (!this.done) throw new Error("the pipeline query has not finished");
     if (this.compiled.outputs) {
       return this.compiled.outputs.map((o) => {

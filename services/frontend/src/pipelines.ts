@@ -74,6 +74,16 @@ export async function registerPipelineRoutes(app: FastifyInstance<RawServerDefau
     return record;
   };
 
+  /** Makes sure the catalog knows the models and apps a spec names (their signatures give the pipeline's inputs). */
+  const ensureKnown = async (spec: PipelineRecord["spec"]): Promise<void> => {
+    let reload = false;
+    for (const s of spec.stages) {
+      if (s.model !== undefined && !catalog.models.has(s.model)) await catalog.getModel(s.model);
+      if (s.app !== undefined && catalog.modelsOfApp(s.app).length === 0) reload = true;
+    }
+    if (reload) await catalog.load();
+  };
+
   /** A registry request to the dispatchers; their error reply becomes this request's error. */
   const registry = async (subject: string, body: unknown, requestId: string): Promise<unknown> => {
     let answer;
@@ -97,14 +107,21 @@ export async function registerPipelineRoutes(app: FastifyInstance<RawServerDefau
     if (given !== undefined && given !== name) throw new ServeError(ErrorCode.invalidPipeline, `the spec names pipeline ${JSON.stringify(given)} but the path names '${name}'`);
     const record = pipelineRecordSchema.parse(await registry(subjects.registerPipeline, { spec: { ...body, name } }, req.id));
     cache.set(name, record);
-    // The registry reply is the truth; the catalog may lack a model the spec names until its event arrives.
-    for (const s of record.spec.stages) if (s.model !== undefined) await catalog.getModel(s.model);
+    await ensureKnown(record.spec);
     return reply.code(201).send(describe(record, catalog));
   });
 
-  app.get("/v1/pipelines", async () => ({ pipelines: (await store.listPipelines()).map((r) => describe(r, catalog)) }));
+  app.get("/v1/pipelines", async () => {
+    const records = await store.listPipelines();
+    for (const r of records) await ensureKnown(r.spec);
+    return { pipelines: records.map((r) => describe(r, catalog)) };
+  });
 
-  app.get<{ Params: { name: string } }>("/v1/pipelines/:name", async (req) => describe(await recordOr404(req.params.name), catalog));
+  app.get<{ Params: { name: string } }>("/v1/pipelines/:name", async (req) => {
+    const record = await recordOr404(req.params.name);
+    await ensureKnown(record.spec);
+    return describe(record, catalog);
+  });
 
   app.delete<{ Params: { name: string } }>("/v1/pipelines/:name", async (req) => {
     const name = checkPipelineName(req.params.name);
@@ -115,10 +132,7 @@ export async function registerPipelineRoutes(app: FastifyInstance<RawServerDefau
 
   app.post<{ Params: { name: string } }>("/v1/pipelines/:name/infer", async (req, reply) => {
     const record = await recordOr404(req.params.name);
-    for (const s of record.spec.stages) {
-      if (s.model !== undefined && !catalog.models.has(s.model)) await catalog.getModel(s.model);
-      if (s.app !== undefined && catalog.modelsOfApp(s.app).length === 0) await catalog.load();
-    }
+    await ensureKnown(record.spec);
     const signature = pipelineInputSignature(record.spec, { model: (m) => catalog.signature(m), app: (a) => catalog.appSignature(a) });
     const { payload, timeoutMs } = jsonToWire(req.body, signature);
     const { timeout_ms: _timeout, ...overrides } = ((req.body as { parameters?: Record<string, unknown> }).parameters ?? {});
