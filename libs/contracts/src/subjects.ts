@@ -85,6 +85,14 @@ export function queueConsumer(variant: string): string {
   return `v-${variant}`;
 }
 
+/**
+ * A worker's durable consumer of its `scale.model.<worker>` commands. A clean stop deletes it; after a
+ * crash it stays until its inactivity threshold (2 min): the VM autoscaler tells the two apart by it.
+ */
+export function workerCommandConsumer(worker: string): string {
+  return `worker-${worker}`;
+}
+
 /** JetStream object store bucket holding model binaries. */
 export const MODEL_BUCKET = "models";
 

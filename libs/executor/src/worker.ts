@@ -12,6 +12,7 @@ import {
   type StateEvent,
   type VariantState,
   type WorkerReport,
+  workerCommandConsumer,
 } from "@sloserve/contracts";
 import type { Bus, Logger } from "@sloserve/bus";
 import type { MetadataStore } from "@sloserve/store";
@@ -81,7 +82,7 @@ export class Worker {
 
   async start(): Promise<void> {
     await this.tick();
-    const durable = `worker-${this.id}`;
+    const durable = workerCommandConsumer(this.id);
     await this.bus.jsm.consumers.add(streams.scale.name, {
       durable_name: durable,
       filter_subject: subjects.scaleModel(this.id),
@@ -365,6 +366,6 @@ export class Worker {
     await this.profileJobs?.close().catch(warn("closing the profile-job consumer"));
     for (const name of [...this.instances.keys()]) await this.unload(name, "worker stopping").catch(warn("unloading", { variant: name }));
     await this.store.removeWorker(this.id).catch(warn("removing the worker from the store"));
-    await this.bus.jsm.consumers.delete(streams.scale.name, `worker-${this.id}`).catch(warn("deleting the command consumer"));
+    await this.bus.jsm.consumers.delete(streams.scale.name, workerCommandConsumer(this.id)).catch(warn("deleting the command consumer"));
   }
 }

@@ -302,22 +302,22 @@ export class PipelineRun {
    * output of the stages where the query ended (visited, no taken edge onwards), named by output name,
    * or "<stage>.<output>" when two such stages give the same name.
    */
-  outputs(): Array<{ stage: string; tensor: StageDatum }> {
+  outputs(): Array<{ stage: string; output: StageDatum }> {
     if (!this.done) throw new Error("the pipeline query has not finished");
     if (this.compiled.outputs) {
       return this.compiled.outputs.map((o) => {
         for (const r of o.refs) {
           const v = this.valueOf(r, null);
-          if (v) return { stage: r.stage, tensor: renamed(v, o.name) };
+          if (v) return { stage: r.stage, output: renamed(v, o.name) };
         }
         throw new ServeError(ErrorCode.invalidData, `output '${o.name}' has no value: ${o.refs.map(refText).join(", ")} did not run for this query`);
       });
     }
     const route = pipelineRoute(this.global.graph.pipeline, this.global.mask);
     const leaves = route.visited.filter((s) => (route.children[s] ?? []).length === 0);
-    const all = leaves.flatMap((stage) => Object.values(this.global.outputs.get(stage) ?? {}).map((tensor) => ({ stage, tensor })));
+    const all = leaves.flatMap((stage) => Object.values(this.global.outputs.get(stage) ?? {}).map((output) => ({ stage, output })));
     const count = new Map<string, number>();
-    for (const o of all) count.set(o.tensor.name, (count.get(o.tensor.name) ?? 0) + 1);
-    return all.map((o) => ((count.get(o.tensor.name) ?? 0) > 1 ? { stage: o.stage, tensor: renamed(o.tensor, `${o.stage}.${o.tensor.name}`) } : o));
+    for (const o of all) count.set(o.output.name, (count.get(o.output.name) ?? 0) + 1);
+    return all.map((o) => ((count.get(o.output.name) ?? 0) > 1 ? { stage: o.stage, output: renamed(o.output, `${o.stage}.${o.output.name}`) } : o));
   }
 }

@@ -217,7 +217,7 @@ describe("pipeline run", () => {
     expect(drive(sure, () => ({ outputs: { probabilities: probs(0.95) } }))).toEqual([[{ stage: "fast", item: null }]]);
     expect(sure.done).toBe(true);
     expect(sure.visits()).toEqual({ fast: 1 });
-    expect(sure.outputs().map((o) => [o.stage, o.tensor.name, o.tensor.data[3]])).toEqual([["fast", "probabilities", expect.closeTo(0.95, 6)]]);
+    expect(sure.outputs().map((o) => [o.stage, o.output.name, (o.output as Tensor).data[3]])).toEqual([["fast", "probabilities", expect.closeTo(0.95, 6)]]);
 
     const unsure = new PipelineRun(compiledCascade, { input: image }, { threshold: 0.9 });
     const rounds = drive(unsure, (t) => ({ outputs: { probabilities: probs(t.stage === "fast" ? 0.6 : 0.99) } }));
@@ -274,7 +274,7 @@ describe("pipeline run", () => {
     ]);
     expect(run.inputsOf({ stage: "accurate", item: 2 })["input"]).toEqual({ ...row(2), name: "input" });
     expect(run.visits()).toEqual({ split: 1, fast: 3, accurate: 2, join: 1 });
-    expect(run.outputs().map((o) => [o.stage, o.tensor.name, o.tensor.shape])).toEqual([["join", "probabilities", [3, 10]]]);
+    expect(run.outputs().map((o) => [o.stage, o.output.name, (o.output as Tensor).shape])).toEqual([["join", "probabilities", [3, 10]]]);
 
     // No items: the join runs at once, with empty lists.
     const empty = new PipelineRun(compiled, { batch }, { threshold: 0.9 });
@@ -286,7 +286,7 @@ describe("pipeline run", () => {
     const compiled = compilePipeline(spec({ ...cascade, outputs: undefined }), stepOf, env);
     const run = new PipelineRun(compiled, { input: image }, { threshold: 0.9 });
     drive(run, (t) => ({ outputs: { probabilities: probs(t.stage === "fast" ? 0.5 : 0.99) } }));
-    expect(run.outputs().map((o) => [o.stage, o.tensor.name])).toEqual([["accurate", "probabilities"]]);
+    expect(run.outputs().map((o) => [o.stage, o.output.name])).toEqual([["accurate", "probabilities"]]);
   });
 
   it("pipeline run - conditions reduce a tensor to one number", () => {
@@ -299,5 +299,9 @@ describe("pipeline run", () => {
     expect(evaluateCondition({ output: "l", reduce: "argmax", op: "==", value: 2 }, logits, {})).toBe(true);
     expect(evaluateCondition({ output: "l", reduce: "max_softmax", op: ">=", value: "$t" }, logits, { t: 0.8 })).toBe(false);
     expect(reduceTensor({ name: "e", datatype: "FP32", shape: [0], data: new Float32Array(0) }, "max")).toBeNaN();
+    // A step's number or boolean reads as a one-element tensor; other objects cannot drive a condition.
+    expect(evaluateCondition({ output: "s", reduce: "max", op: "<", value: 0.9 }, { name: "s", object: 0.5 }, {})).toBe(true);
+    expect(evaluateCondition({ output: "b", reduce: "first", op: "==", value: 1 }, { name: "b", object: true }, {})).toBe(true);
+    expect(() => reduceTensor({ name: "t", object: "text" }, "max")).toThrow("a condition cannot read 't': it is neither a tensor, a number nor a boolean");
   });
 });

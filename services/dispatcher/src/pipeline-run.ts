@@ -1,5 +1,5 @@
 import { ErrorCode, ServeError, type Clock, type PipelineParamValue, type Tensor } from "@sloserve/contracts";
-import { PipelineRun, substituteParams, type CompiledPipeline, type PipelineTask, type StageResult, type StageValue } from "@sloserve/policy";
+import { PipelineRun, isTensor, substituteParams, type CompiledPipeline, type PipelineTask, type StageResult, type StageValue } from "@sloserve/policy";
 import type { StepRegistry } from "./pipeline-steps.js";
 
 /**
@@ -58,9 +58,12 @@ export interface PipelineQuery {
 }
 
 export interface PipelineAnswer {
+  /** The answer's tensors. */
   outputs: Tensor[];
-  /** Per output, the stage it came from. */
+  /** Per output tensor, the stage it came from. */
   outputStages: string[];
+  /** The answer's outputs that are not tensors (objects from steps, e.g. recognised text), as JSON values. */
+  values: Record<string, unknown>;
   /** Stages the query ran: 1, or for stages inside a fan-out the items they ran for. */
   visits: Record<string, number>;
   /** Per stage: the executor's served_by (a model), { step } (a step); a list over items inside a fan-out. */
@@ -80,7 +83,9 @@ function stageError(stage: string, what: string, err: unknown): ServeError {
 function tensorsOf(stage: string, inputs: Record<string, StageValue>): Tensor[] {
   return Object.entries(inputs).map(([name, v]) => {
     if (Array.isArray(v)) throw new ServeError(ErrorCode.invalidData, `stage ${stage}: input '${name}' is a list of items; only a step can gather items`);
-    return v as Tensor;
+    const d = v as Exclude<StageValue, readonly unknown[]>;
+    if (!isTensor(d)) throw new ServeError(ErrorCode.invalidData, `stage ${stage}: input '${name}' is an object from a step, not a tensor; a model reads tensors`);
+    return d;
   });
 }
 
@@ -191,9 +196,13 @@ export async function runPipelineQuery(q: PipelineQuery, backend: ModelStageBack
   const outputs = run.outputs();
   const finished = clock.now();
   const latencyMs = finished - q.receivedAtMs;
+  const tensors = outputs.filter((o) => isTensor(o.output));
+  const values: Record<string, unknown> = {};
+  for (const o of outputs) if (!isTensor(o.output)) values[o.output.name] = o.output.object;
   return {
-    outputs: outputs.map((o) => o.tensor),
-    outputStages: outputs.map((o) => o.stage),
+    outputs: tensors.map((o) => o.output as Tensor),
+    outputStages: tensors.map((o) => o.stage),
+    values,
     visits: run.visits(),
     servedBy,
     timingMs: { total: latencyMs, stages: timing },

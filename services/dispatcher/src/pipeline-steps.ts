@@ -1,12 +1,14 @@
 import { allocate, elementCount, type Tensor, type TensorData } from "@sloserve/contracts";
-import type { StageResult, StageValue, StepDescriptor } from "@sloserve/policy";
+import { isTensor, type StageDatum, type StageResult, type StageValue, type StepDescriptor } from "@sloserve/policy";
 
 /**
  * Built-in pipeline steps: named processing functions a pipeline stage can run between model stages
- * (`{"name": "crops", "step": "split-rows"}`), in the dispatcher, on the query's tensors. A step is
+ * (`{"name": "crops", "step": "split-rows"}`), in the dispatcher, on the query's data. A step is
  * `(inputs, params) → { outputs } | { items }`: a "map" step gives outputs; a "fan_out" step gives
  * items, one result per item (the stages after it run once per item); a "join" step receives each of its
- * per-item inputs as the list over items (null where an item gave none) and gathers them.
+ * per-item inputs as the list over items (null where an item gave none) and gathers them. Outputs are
+ * tensors, or objects (`{ name, object }`: a decoded image, boxes, text) that only steps read and that
+ * the answer carries as JSON (`values`).
  *
  * Extension point: the OCR pipeline's processing (libs/ocr: decodeImage, detPreprocess, detPostprocess,
  * cropBoxes, clsPreprocess/clsPostprocess, recPreprocess, ctcDecode, assembleResult) registers here as
@@ -46,14 +48,18 @@ export class StepRegistry {
 
 function tensorOf(inputs: Readonly<Record<string, StageValue>>, name: string): Tensor {
   const v = inputs[name];
-  if (!v || Array.isArray(v)) throw new Error(`input '${name}' must be one tensor`);
+  if (!v || Array.isArray(v) || !isTensor(v as StageDatum)) throw new Error(`input '${name}' must be one tensor`);
   return v as Tensor;
 }
 
 function listOf(inputs: Readonly<Record<string, StageValue>>, name: string): ReadonlyArray<Tensor | null> {
   const v = inputs[name];
   if (!Array.isArray(v)) throw new Error(`input '${name}' must be the list of a fan-out's items`);
-  return v as ReadonlyArray<Tensor | null>;
+  const list = v as ReadonlyArray<StageDatum | null>;
+  list.forEach((d, i) => {
+    if (d && !isTensor(d)) throw new Error(`input '${name}' of item ${i} is not a tensor`);
+  });
+  return list as ReadonlyArray<Tensor | null>;
 }
 
 function sliceData(data: TensorData, from: number, to: number): TensorData {
@@ -160,8 +166,30 @@ export const argmax: PipelineStep = {
   },
 };
 
+/**
+ * A classifier's answer in words: per row of x (over its last axis), the label of the largest element and
+ * its score, as objects (JSON in the answer): one row gives a string and a number, several give lists.
+ */
+export const label: PipelineStep = {
+  name: "label",
+  kind: "map",
+  description: "per row of x: label (params.labels[class], default the class index) and score of the largest element, as JSON",
+  inputs: ["x"],
+  outputs: ["label", "score"],
+  checkParams: (p) => (p["labels"] !== undefined && !(Array.isArray(p["labels"]) && p["labels"].every((l) => typeof l === "string")) ? "labels must be a list of strings" : undefined),
+  run(inputs, params) {
+    const { outputs } = argmax.run(inputs, {}) as { outputs: Record<string, Tensor> };
+    const classes = Array.from(outputs["class"]!.data as BigInt64Array, Number);
+    const scores = Array.from(outputs["score"]!.data as Float32Array);
+    const names = params["labels"] as string[] | undefined;
+    const labels = classes.map((c) => names?.[c] ?? String(c));
+    const one = classes.length === 1;
+    return { outputs: { label: { name: "label", object: one ? labels[0] : labels }, score: { name: "score", object: one ? scores[0] : scores } } };
+  },
+};
+
 /** The steps every dispatcher offers. */
-export const GENERIC_STEPS: readonly PipelineStep[] = [splitRows, concatRows, mean, argmax];
+export const GENERIC_STEPS: readonly PipelineStep[] = [splitRows, concatRows, mean, argmax, label];
 
 /** The dispatcher's step registry: the generic steps (and, once libs/ocr lands, OCR's: see the header). */
 export function builtinSteps(): StepRegistry {

@@ -346,6 +346,7 @@ export class PipelineService {
       visited: Object.keys(answer.visits),
       visits: answer.visits,
       output_stages: answer.outputStages,
+      ...(Object.keys(answer.values).length > 0 ? { values: answer.values } : {}),
       served_by: answer.servedBy,
       timing_ms: answer.timingMs,
       cost_dollars: answer.costDollars,

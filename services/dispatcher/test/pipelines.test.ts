@@ -307,6 +307,31 @@ describe("pipelines - queries", () => {
     }
   });
 
+  it("pipelines - a step's objects (not tensors) come back as JSON values; a condition may read them", async () => {
+    const words: PipelineSpecInput = {
+      name: "words",
+      slo: { p99_ms: 100 },
+      stages: [
+        { name: "fast", model: FAST },
+        { name: "name", step: "label", inputs: { x: "fast.probabilities" }, params: { labels: ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"] } },
+        { name: "accurate", model: ACCURATE },
+      ],
+      edges: [{ from: "fast", to: "name" }, { from: "name", to: "accurate", when: { output: "score", op: "<", value: 0.9 } }],
+      outputs: { label: "name.label", score: "name.score" },
+    };
+    expect((await registry(subjects.registerPipeline, { spec: words })).code).toBeUndefined();
+    const { sure, unsure } = await pick();
+    const names = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"];
+    for (const i of [sure[3]!, unsure[3]!]) {
+      const p = await direct(FAST, digit(i));
+      const a = await query("words", [digit(i)]);
+      expect(a.code, a.error).toBeUndefined();
+      expect(a.outputs).toEqual([]);
+      expect(a.meta.values).toEqual({ label: names[argmax(p)], score: expect.closeTo(top(p), 6) });
+      expect(a.meta.visited).toEqual(top(p) >= 0.9 ? ["fast", "name"] : ["fast", "name", "accurate"]);
+    }
+  });
+
   it("pipelines - an app stage is a model-less query; its error comes back naming the stage", async () => {
     const strictApp: PipelineSpecInput = { name: "strict-app", slo: { p99_ms: 100 }, stages: [{ name: "any", app: "digits", requirements: { min_accuracy: 0.999 } }] };
     expect((await registry(subjects.registerPipeline, { spec: strictApp })).code).toBeUndefined();

@@ -16,6 +16,7 @@ import {
   type Hardware,
   type ScaleCommand,
   type WorkerReport,
+  workerCommandConsumer,
 } from "@sloserve/contracts";
 import type { Bus, Logger } from "@sloserve/bus";
 import type { Catalog, MetadataStore } from "@sloserve/store";
@@ -56,8 +57,9 @@ import { machineView, reportHasArrivals, sloOutcomes, type HeldReport } from "./
  * Which workers it may terminate: only those its provider launched (`managed`); workers started
  * otherwise (the stack's, docker-compose's, an operator's) are only replaced when lost. A worker whose
  * heartbeat stops is lost when its provider says so, or — for a worker the provider did not launch —
- * when Redis still lists instances on it (a clean stop unloads them and removes its records; a crash
- * leaves them); one that stopped cleanly has just left.
+ * when Redis still lists instances on it or its command consumer is still on the SCALE stream (a clean
+ * stop unloads its instances, removes its records and deletes its consumer; a crash leaves them); one
+ * that stopped cleanly has just left.
  */
 
 export interface VmAutoscalerControllerOptions {
@@ -230,7 +232,7 @@ export class VmAutoscalerController {
     } catch (err) {
       this.log.error({ err }, "reading instance records from Redis failed; lost workers restore what their last report showed");
     }
-    const workers = this.views(nowMs, records);
+    const workers = this.views(nowMs, records, await this.leftCleanly(nowMs, records));
     const { decisions, state } = planMachines({
       nowMs,
       workers,
@@ -257,8 +259,28 @@ export class VmAutoscalerController {
     return decisions;
   }
 
+  /**
+   * Silent workers this autoscaler did not launch that stopped cleanly: no instance records left in
+   * Redis and no command consumer left on the SCALE stream (a clean stop removes both; a crash leaves
+   * the consumer for 2 min). When JetStream cannot say, the worker counts as lost.
+   */
+  private async leftCleanly(nowMs: number, records: ReadonlyMap<string, string[]>): Promise<Set<string>> {
+    const managed = new Set([...this.instances.values()].map((i) => i.workerId));
+    const out = new Set<string>();
+    for (const [name, r] of this.reports) {
+      if (this.gone.has(name) || managed.has(name) || nowMs - r.seenAtMs <= this.heartbeatTimeoutMs || (records.get(name) ?? []).length > 0) continue;
+      try {
+        await this.bus.jsm.consumers.info(streams.scale.name, workerCommandConsumer(name));
+      } catch (err) {
+        if (/not found/i.test((err as Error).message)) out.add(name);
+        else this.log.warn({ err, worker: name }, "could not tell whether a silent worker stopped cleanly; counting it as lost");
+      }
+    }
+    return out;
+  }
+
   /** Every worker the plan should see (see the header for which are lost and which have left). */
-  private views(nowMs: number, records: ReadonlyMap<string, string[]>): MachineView[] {
+  private views(nowMs: number, records: ReadonlyMap<string, string[]>, left: ReadonlySet<string>): MachineView[] {
     const byWorker = new Map<string, WorkerInstance>();
     for (const i of this.instances.values()) byWorker.set(i.workerId, i);
     for (const [id, r] of this.reports) if (nowMs - r.seenAtMs > FORGET_MS) this.reports.delete(id);
@@ -272,8 +294,8 @@ export class VmAutoscalerController {
       const report = this.reports.get(name);
       const lostReason = instance ? this.lost.get(instance.id) : undefined;
       const stale = report !== undefined && nowMs - report.seenAtMs > this.heartbeatTimeoutMs;
-      if (!instance && stale && (records.get(name) ?? []).length === 0) {
-        // A clean stop removes the worker's records: it left, nothing to replace.
+      if (!instance && stale && left.has(name)) {
+        // A clean stop removes the worker's records and its command consumer: it left, nothing to replace.
         this.gone.add(name);
         this.reports.delete(name);
         this.log.info({ worker: name }, "worker left (stopped cleanly)");

@@ -224,6 +224,17 @@ describe("vm-autoscaler controller", () => {
     expect((await controller.tick()).filter((x) => x.action === "replace" || x.action === "launch")).toEqual([]);
   });
 
+  it("controller - a worker it did not launch that stops cleanly has left: nothing is replaced", async () => {
+    const other = await startService("executor-cpu", { NATS_URL: nats.url, REDIS_URL: redis.url, WORKER_THREADS: "1", WORKER_MEMORY_MB: "512", LOG_LEVEL: "info", WORKER_ID: "cpu-stack-2" }, { logTo });
+    await until("its heartbeat", () => reports.has("cpu-stack-2"));
+    await advance(1000);
+    await controller.tick();
+    await other.stop(); // SIGTERM: it drains, removes its records and its command consumer
+    await advance(12_000);
+    const d = await controller.tick();
+    expect(d.filter((x) => x.action === "replace" || x.action === "launch")).toEqual([]);
+  });
+
   it("controller - an idle extra worker is terminated after the cool-down, never inside the billing minimum", async () => {
     const launched = (await provider.list()).filter((i) => i.state !== "terminated");
     expect(launched.length).toBe(2);

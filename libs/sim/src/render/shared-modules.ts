@@ -59,8 +59,14 @@ const ROWS: Row[] = [
     simulator: "scenarios/mark-system.ts (planForecast, as the forecaster service)",
   },
   {
-    module: "provisioning.ts, overflow.ts, slo-monitor.ts, batch-tuning.ts, baselines-sagemaker.ts",
-    decides: "MArk: Algorithm 1 provisioning, Lambda overflow, SLO monitor, batch tuning; SageMaker target tracking",
+    module: "overflow.ts, overflow-prewarm.ts",
+    decides: "MArk: serverless overflow per query (the estimate's input from what the caller sees, `overflowInputFor`; `decideOverflow`; the backlog estimate), pre-warming on a capacity loss or a forecast surge",
+    service: "dispatcher (overflow.ts: per query, and pre-warming on a lost heartbeat, a spot notice, a forecast)",
+    simulator: "scenarios/mark-system.ts (`overflowInputFor` + `decideOverflow` per arrival, from the ready replicas)",
+  },
+  {
+    module: "provisioning.ts, slo-monitor.ts, batch-tuning.ts, baselines-sagemaker.ts",
+    decides: "MArk: Algorithm 1 provisioning, SLO monitor, batch tuning; SageMaker target tracking",
     service: "vm-autoscaler (provisioning.ts, slo-monitor.ts through machine-plan.ts)",
     simulator: "scenarios/mark-system.ts (mark-twitter, mark-mmpp, combined); combined.ts (batch tuning of INFaaS's EC2 variants)",
   },
