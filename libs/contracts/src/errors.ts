@@ -29,6 +29,8 @@ export const ErrorCode = {
   unknownPipeline: "unknown_pipeline",
   invalidPipeline: "invalid_pipeline",
   pipelineExists: "pipeline_exists",
+  /** A body in a media type the endpoint does not take (e.g. text/plain for an image pipeline). */
+  unsupportedMediaType: "unsupported_media_type",
   internal: "internal",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -58,6 +60,7 @@ const httpStatusByCode: Record<ErrorCode, number> = {
   unknown_pipeline: 404,
   invalid_pipeline: 400,
   pipeline_exists: 409,
+  unsupported_media_type: 415,
   internal: 500,
 };
 

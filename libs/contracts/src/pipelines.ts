@@ -112,17 +112,43 @@ export const pipelineEdgeSchema = z
   });
 export type PipelineEdgeSpec = z.infer<typeof pipelineEdgeSchema>;
 
+/**
+ * One of the pipeline's inputs: a tensor spec; an input that takes a file (UINT8 [-1], its bytes) may
+ * list the media types it accepts as an HTTP body (`POST /v1/pipelines/{name}/infer` with
+ * `Content-Type: image/png` and the file as the body), e.g. the OCR pipeline's image.
+ */
+export const pipelineInputSchema = tensorSpecSchema
+  .extend({
+    content_types: z
+      .array(z.string().regex(/^[a-z0-9][a-z0-9.+-]*\/[a-z0-9][a-z0-9.+-]*$/, "a media type is '<type>/<subtype>' in lower case, e.g. image/png"))
+      .min(1)
+      .max(16)
+      .optional(),
+  })
+  .superRefine((i, ctx) => {
+    if (i.content_types && !(i.datatype === "UINT8" && i.shape.length === 1 && i.shape[0] === -1)) {
+      ctx.addIssue({ code: "custom", message: `input ${i.name}: content_types apply to an input that takes a file's bytes (UINT8 [-1]), not ${i.datatype} [${i.shape.join(", ")}]` });
+    }
+  });
+export type PipelineInputSpec = z.infer<typeof pipelineInputSchema>;
+
 export const pipelineSpecSchema = z.strictObject({
   name: pipelineNameSchema,
   description: z.string().max(2000).optional(),
   slo: z.strictObject({ p99_ms: z.number().positive().max(3_600_000) }),
   params: z.record(paramNameSchema, pipelineParamValueSchema).default({}),
   /** The pipeline's inputs; @default derived from the model stages that read "input.<name>". */
-  inputs: z.array(tensorSpecSchema).max(64).optional(),
+  inputs: z.array(pipelineInputSchema).max(64).optional(),
   stages: z.array(pipelineStageSchema).min(1).max(64),
   edges: z.array(pipelineEdgeSchema).max(256).default([]),
   /** The answer's outputs: name → reference(s); @default every output of the stages where the query ended. */
   outputs: z.record(z.string().min(1).max(256), stageRefsSchema).optional(),
+  /**
+   * The planner's sample trace until live traffic replaces it (InferLine §4.3): Gamma arrivals at
+   * `rate_qps` with inter-arrival CV `cv` (σ/μ; 1 is Poisson). `cv` also shapes the traces rebuilt from
+   * live per-second counts. @default a plan for 1 query per second, CV 1
+   */
+  planning: z.strictObject({ rate_qps: z.number().positive().max(1_000_000), cv: z.number().min(0).max(10).default(1) }).optional(),
 });
 export type PipelineSpec = z.infer<typeof pipelineSpecSchema>;
 /** A spec as a user writes it (defaults not yet applied). */
@@ -155,6 +181,11 @@ export const pipelineReportSchema = z.object({
   latencyP99Ms: z.number().nonnegative().nullable(),
   /** This window: per stage, the queries that visited it. */
   visits: z.record(z.string(), z.number().int().nonnegative()),
+  /**
+   * This window: per stage, the items that reached it, summed over queries (above `visits` behind a
+   * fan-out: one query, many items). Absent from reports of dispatchers that predate it.
+   */
+  items: z.record(z.string(), z.number().int().nonnegative()).optional(),
   /** Since this dispatcher started: queries, misses, and per stage the share of queries that visited it (s_m). */
   totalQueries: z.number().int().nonnegative(),
   totalMisses: z.number().int().nonnegative(),
@@ -163,3 +194,39 @@ export const pipelineReportSchema = z.object({
   recentP99Ms: z.number().nonnegative().nullable(),
 });
 export type PipelineReport = z.infer<typeof pipelineReportSchema>;
+
+/** One stage of a pipeline's deployment as the planner or the tuner set it (InferLine's control parameters). */
+export const pipelineStagePlanSchema = z.object({
+  model: z.string(),
+  /** The variant chosen: its hardware, threads and max batch are the plan's hardware and batch size. */
+  variant: z.string(),
+  hardware: z.string(),
+  maxBatch: z.number().int().positive(),
+  replicas: z.number().int().nonnegative(),
+  /** Share of queries that reach the stage × items per visit (InferLine's s_m; above 1 behind a fan-out). */
+  scaleFactor: z.number().nonnegative(),
+});
+export type PipelineStagePlan = z.infer<typeof pipelineStagePlanSchema>;
+
+/**
+ * The pipeline controller's current view of a pipeline (services/model-autoscaler pipelines.ts), kept in
+ * Redis and shown by `GET /v1/pipelines/{name}` as `plan`: planned (stages with their variant and
+ * replicas), infeasible (the reason names the stage that cannot fit) or waiting (e.g. for profiles).
+ */
+export const pipelinePlanStatusSchema = z.object({
+  pipeline: z.string(),
+  state: z.enum(["planned", "infeasible", "waiting"]),
+  reason: z.string(),
+  atMs: z.number(),
+  stages: z.record(z.string(), pipelineStagePlanSchema).default({}),
+  /** The Estimator's P99 for the planning trace under the plan, ms; null when not planned. */
+  estimatedP99Ms: z.number().nullable().default(null),
+  costPerHour: z.number().nullable().default(null),
+  /** Where the scale factors came from: the spec's expected shares, a sample run, or live counts. */
+  scaleFactorSource: z.enum(["spec", "sample", "live"]).default("spec"),
+  /** The planning trace: declared (the spec's `planning`) or live (recent arrivals); its mean rate and length. */
+  trace: z.object({ source: z.enum(["declared", "live"]), qps: z.number(), cv: z.number(), seconds: z.number() }).nullable().default(null),
+  /** Stages the plan does not scale (steps run in the dispatcher; app stages are INFaaS's), with why. */
+  unplanned: z.record(z.string(), z.string()).default({}),
+});
+export type PipelinePlanStatus = z.infer<typeof pipelinePlanStatusSchema>;

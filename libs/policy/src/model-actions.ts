@@ -19,6 +19,12 @@
  *    once the new ones are ready, all of them or, when none is loading any more, those that loaded.
  *    When none loaded, or after `swapTimeoutMs`, the swap is abandoned with its reason and the old
  *    instances stay (the autoscaler removes a surplus later, after T_v).
+ * 3b. **Floors** (pipeline plans, `floors`): per variant, the instances the plans want across the
+ *    workers (summed over plans). Those that neither run, load nor are on their way are placed one by
+ *    one with {@link chooseWorker} (no oversubscription), first among the workers that do not run the
+ *    variant yet (replicas spread), then among all; what no worker can take is escalated. The floor's
+ *    instances, counted on the workers that run most of them, are protected from step 4's scale-downs
+ *    (`minInstancesByVariant`), and their model is scaled horizontally only there.
  * 4. **Decisions.** {@link modelAutoscale} per worker (in name order) for its models not held. Its
  *    candidates are the variants of the model of a kind that some live worker has or that a new worker
  *    can be asked for (`launchableKinds`); a variant of another kind than the worker's fits no instance
@@ -158,6 +164,22 @@ export interface ModelActionsContext {
   autoscaler?: Partial<ModelAutoscalerConfig>;
   config?: Partial<ModelActionsConfig>;
   state?: ModelActionsState;
+  /**
+   * Instances of variants that must run across the workers: pipeline plans' replicas (the pipeline
+   * controller, services/model-autoscaler pipelines.ts). Step 3b places the missing ones and step 4
+   * keeps them. @default none
+   */
+  floors?: readonly VariantFloor[];
+}
+
+/** A pipeline plan's replica count for a variant: a floor under the autoscaler's scale-downs. */
+export interface VariantFloor {
+  variant: string;
+  count: number;
+  /** Who wants it, e.g. "pipeline-digits-cascade" (an escalation's `worker`). */
+  owner: string;
+  /** Why, e.g. "pipeline digits-cascade stage fast: planner, 2 replicas". */
+  reason: string;
 }
 
 export interface ModelActionsResult {
@@ -288,6 +310,54 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
     } else swaps.push(s);
   }
 
+  // 3b. Floors: place the instances that pipeline plans want and that neither run, load nor are on
+  // their way (workers without the variant first, then any with room), and protect the floor's
+  // instances from the autoscaler's scale-downs, on the workers that run most of them.
+  const protectedOn = new Map<string, Record<string, number>>();
+  const floors = new Map<string, VariantFloor>();
+  for (const f of ctx.floors ?? []) {
+    const known = floors.get(f.variant);
+    floors.set(f.variant, known ? { ...known, count: known.count + f.count, reason: `${known.reason}; ${f.reason}` } : { ...f });
+  }
+  for (const f of [...floors.values()].sort((a, b) => (a.variant < b.variant ? -1 : a.variant > b.variant ? 1 : 0))) {
+    const v = profiles.get(f.variant);
+    if (!v || f.count <= 0) continue;
+    const total = (): number => [...views.values()].reduce((n, view) => n + (view.runs.get(v.name)?.ready ?? 0) + (view.runs.get(v.name)?.loading ?? 0), 0);
+    let missing = f.count - total();
+    let refusal = "";
+    for (; missing > 0; missing--) {
+      const others = (spread: boolean): WorkerView[] => [...views.values()].map((o) => ({
+        worker: o.w.name, hardware: o.w.kind, utilisation: o.w.utilisation, threads: 0, threadsUsed: 0, seenAtMs: o.w.seenAtMs, free: o.free,
+        variants: spread ? [...o.runs].filter(([, r]) => r.ready + r.loading > 0).map(([name]) => name) : [],
+      }));
+      const request = { variant: v.name, hardware: kindOf(v), threads: 0, resources: v.resources ?? {}, allowOversubscription: false };
+      let choice = chooseWorker(others(true), request, nowMs);
+      if (choice.worker === undefined) choice = chooseWorker(others(false), request, nowMs);
+      const target = choice.worker === undefined ? undefined : views.get(choice.worker);
+      if (!target) {
+        refusal = choice.reason;
+        break;
+      }
+      command(target, "add", v.model, v.name, 1, `${f.reason}: ${total()} of ${f.count} ${v.name} running; placed on ${target.w.name}: ${choice.reason}`);
+    }
+    if (missing > 0) {
+      actions.push({ kind: "escalate", worker: f.owner, model: v.model, hardware: kindOf(v), variant: v.name, count: missing, reason: `${f.reason}: ${total()} of ${f.count} ${v.name} running and no worker can take ${missing} more (${refusal})` });
+    }
+    let left = f.count;
+    const holders = [...views.values()]
+      .map((view) => ({ view, n: (view.runs.get(v.name)?.ready ?? 0) + (view.runs.get(v.name)?.loading ?? 0) }))
+      .filter((x) => x.n > 0)
+      .sort((a, b) => b.n - a.n || (a.view.w.name < b.view.w.name ? -1 : 1));
+    for (const { view, n } of holders) {
+      if (left <= 0) break;
+      const keep = Math.min(n, left);
+      left -= keep;
+      const mine = protectedOn.get(view.w.name) ?? {};
+      mine[v.name] = keep;
+      protectedOn.set(view.w.name, mine);
+    }
+  }
+
   // 4-5. The autoscaler per worker, and what its decisions imply.
   const autoscalerState: Record<string, ModelAutoscalerState> = {};
   for (const w of workers) {
@@ -325,6 +395,7 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
       sloMsByModel: ctx.sloMsByModel,
       config: ctx.autoscaler ?? {},
       state: prev.autoscaler[w.name],
+      ...(protectedOn.has(w.name) ? { minInstancesByVariant: protectedOn.get(w.name) } : {}),
     });
     autoscalerState[w.name] = result.state;
     for (const d of result.decisions) {

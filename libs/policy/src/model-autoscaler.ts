@@ -17,7 +17,9 @@
  *   (fewest instances that keep capacity ≥ L × slack), keeps the target: the option with the lowest
  *   (most negative) objective is executed only after the load has allowed it continuously for T_v = the
  *   load latency of the variant being removed (§4.2.2); until then a "hold" decision says how long.
- *   At least `minInstances` instances of a model stay on the worker.
+ *   At least `minInstances` instances of a model stay on the worker, and at least
+ *   `minInstancesByVariant[v]` of a variant (a pipeline plan's floor; such a model is not upgraded or
+ *   downgraded: the plan chose its variant).
  * - **Resources**: when the chosen action needs more of a resource than the worker has free (cores,
  *   memory, accelerators), the part that does not fit becomes a "place-elsewhere" decision for the
  *   controller, which tries other workers and then asks the VM autoscaler (§4.2.1 last paragraph).
@@ -76,6 +78,12 @@ export interface ModelAutoscalerContext {
   sloMsByModel: Readonly<Record<string, number>>;
   config?: Partial<ModelAutoscalerConfig>;
   state?: ModelAutoscalerState;
+  /**
+   * Per variant, instances that must stay on this worker: a pipeline plan's floor (model-actions
+   * `floors`). They are never removed, and a model running such a variant scales horizontally only
+   * (the plan chose its variant: hardware and batch size). @default none
+   */
+  minInstancesByVariant?: Readonly<Record<string, number>>;
 }
 
 export interface InstanceChange {
@@ -152,7 +160,9 @@ export function modelAutoscale(ctx: ModelAutoscalerContext): ModelAutoscalerResu
     const required = load * cfg.slack;
     const headroom = load > 0 ? capacity / load : Infinity;
     const runningNames = new Set(running.map((r) => r.variant.name));
-    const candidates = cfg.allowVertical
+    const floorOf = (r: RunningVariant): number => ctx.minInstancesByVariant?.[r.variant.name] ?? 0;
+    const pinned = running.some((r) => floorOf(r) > 0);
+    const candidates = cfg.allowVertical && !pinned
       ? ctx.catalog.filter((v) => v.model === model && v.profiled && !runningNames.has(v.name) && variantLatencyMs(v) <= slo)
       : [];
     const removeAll: InstanceChange[] = running.map((r) => ({ variant: r.variant.name, count: r.instances + r.loading }));
@@ -192,7 +202,7 @@ export function modelAutoscale(ctx: ModelAutoscalerContext): ModelAutoscalerResu
     if (loading) continue;
     const options: Option[] = [];
     for (const r of running) {
-      if (r.instances <= 0 || instances - 1 < cfg.minInstances) continue;
+      if (r.instances <= 0 || instances - 1 < cfg.minInstances || r.instances - 1 < floorOf(r)) continue;
       if (capacity - r.variant.peakQps < required) continue;
       options.push({ kind: "remove", variant: r.variant, count: 1, remove: [{ variant: r.variant.name, count: 1 }], cost: scalingCost(r.variant, -1, cfg.lambdaPerS), waitMs: r.variant.loadLatencyMs, why: `remove one ${r.variant.name}` });
     }

@@ -385,6 +385,10 @@ export function checkPipelineSpec(spec: PipelineSpec, env: PipelineEnvironment):
   }
   // Inputs: each stage gets what it needs, from outputs that exist.
   const declaredInputs = spec.inputs ? new Map(spec.inputs.map((i) => [i.name, i])) : undefined;
+  // A body in a media type (an image sent as itself) carries one input: the pipeline's only one.
+  for (const i of spec.inputs ?? []) {
+    if (i.content_types && spec.inputs!.length > 1) problems.push(`input ${i.name}: content_types need it to be the pipeline's only input (a body in a media type carries one input); the pipeline has ${spec.inputs!.length}: ${spec.inputs!.map((x) => x.name).join(", ")}`);
+  }
   const derived = new Map<string, { spec: TensorSpec; from: string }>();
   const stepOnly = new Set<string>();
   const checkSource = (where: string, r: StageRef): void => {

@@ -35,6 +35,11 @@ export interface HardwareProfile {
   pricePerHour: number;
   /** [batch size, latency ms] points, e.g. powers of two 1..64; the largest is the max batch. */
   batchLatencyMs: ReadonlyArray<readonly [number, number]>;
+  /**
+   * The max batch sizes a replica can be configured with, when not every profiled size can (live, the
+   * model's variants: profiled at 1, 2, 4, 8 but generated only at 1 and 8). @default the profiled sizes
+   */
+  batchSizes?: readonly number[];
 }
 
 /** Model name → the hardware it can run on. */
@@ -153,9 +158,14 @@ export function findProfile(profiles: ProfileSet, model: string, hardware: strin
   return h;
 }
 
-/** Largest profiled batch size of a (model, hardware). */
+/** Largest batch size a (model, hardware) can be configured with: the largest profiled one by default. */
 export function maxProfiledBatch(h: HardwareProfile): number {
-  return Math.max(...h.batchLatencyMs.map(([b]) => b));
+  return Math.max(...configurableBatches(h));
+}
+
+/** The max batch sizes a (model, hardware) can be configured with, ascending. */
+export function configurableBatches(h: HardwareProfile): number[] {
+  return [...new Set(h.batchSizes ?? h.batchLatencyMs.map(([b]) => b))].sort((a, b) => a - b);
 }
 
 export function latencyFn(h: HardwareProfile): BatchLatencyFn {

@@ -4,11 +4,13 @@
  * sample arrival trace, with the Estimator (estimator.ts) as the feasibility oracle.
  *
  * Algorithm 1 (Initialize): every model at batch 1 on its lowest-latency hardware with one replica;
- * infeasible when the service time (the longest path's batch-1 latency) exceeds the SLO; otherwise add
- * a replica to the throughput bottleneck until the Estimator's P99 meets the SLO.
+ * infeasible when the service time (the longest path's batch-1 latency) exceeds the SLO
+ * ({@link serviceTimeCheck}, whose reason names the model that cannot fit); otherwise add a replica to
+ * the throughput bottleneck until the Estimator's P99 meets the SLO.
  *
  * Algorithm 2 (MinimizeCost): repeat — for each model try IncreaseBatch (×2, up to the largest profiled
- * batch), RemoveReplica and DowngradeHW; keep the cheapest feasible candidate (first found among
+ * batch; or the next size the profile's `batchSizes` lists, live, where only some sizes exist as
+ * variants), RemoveReplica and DowngradeHW; keep the cheapest feasible candidate (first found among
  * equals, as in the paper's `new.cost < best.cost`; IncreaseBatch leaves the cost unchanged, so it is
  * taken only when nothing cheaper is feasible) — until no candidate is feasible. DowngradeHW moves the
  * model to the next cheaper hardware, freezes the other models, re-runs the initialisation for that
@@ -27,7 +29,7 @@
  */
 import { estimate } from "./estimator.js";
 import {
-  configCostPerHour, findProfile, latencyFn, maxProfiledBatch, scaleFactors, serviceTimeMs, topologicalOrder,
+  configCostPerHour, configurableBatches, findProfile, latencyFn, maxProfiledBatch, scaleFactors, serviceTimeMs, topologicalOrder,
   type HardwareProfile, type ModelConfig, type Pipeline, type PipelineConfig, type ProfileSet,
 } from "./pipeline.js";
 
@@ -136,6 +138,79 @@ function addReplicasUntilFeasible(ctx: Ctx, config: PipelineConfig, models: read
   return cur;
 }
 
+/** The smallest batch size a (model, hardware) can be configured with (1 unless its sizes say otherwise). */
+function smallestBatch(h: HardwareProfile): number {
+  return configurableBatches(h)[0] ?? 1;
+}
+
+/**
+ * IncreaseBatch's next size: ×2 up to the largest profiled batch (InferLine), or, when the profile lists
+ * the sizes that can be configured (`batchSizes`: the variants that exist), the next of them.
+ */
+function nextBatch(h: HardwareProfile, b: number): number {
+  if (h.batchSizes) return configurableBatches(h).find((x) => x > b) ?? b;
+  return Math.min(maxProfiledBatch(h), b * 2);
+}
+
+export interface ServiceTimeCheck {
+  feasible: boolean;
+  /** The longest path's service time, each model at its smallest batch on its lowest-latency hardware, ms. */
+  serviceTimeMs: number;
+  /** That path, from a root. */
+  path: string[];
+  /** Each model's own latency there, ms, and the hardware. */
+  latencyMs: Record<string, number>;
+  hardware: Record<string, string>;
+  reason: string;
+}
+
+/**
+ * InferLine Algorithm 1's feasibility check (line 6), the planner's first step: with every model at
+ * batch 1 (its smallest configurable batch) on its lowest-latency hardware, the longest path's service
+ * time must fit in the SLO; otherwise no configuration can. The reason names the path and the model
+ * that cannot fit: one whose latency alone exceeds the SLO, else the slowest on the path. Registration
+ * (the dispatcher) and the planner call this one rule.
+ */
+export function serviceTimeCheck(p: Pipeline, profiles: ProfileSet, sloMs: number, label: (model: string) => string = (m) => `model ${m}`): ServiceTimeCheck {
+  const latency: Record<string, number> = {};
+  const hardware: Record<string, string> = {};
+  const finish: Record<string, number> = {};
+  const via: Record<string, string | undefined> = {};
+  for (const m of topologicalOrder(p)) {
+    const h = bestHardware(profiles, m);
+    latency[m] = latencyFn(h)(smallestBatch(h));
+    hardware[m] = h.hardware;
+    let start = 0;
+    let parent: string | undefined;
+    for (const e of p.edges) {
+      if (e.to === m && (finish[e.from] ?? 0) > start) {
+        start = finish[e.from] ?? 0;
+        parent = e.from;
+      }
+    }
+    finish[m] = start + latency[m];
+    via[m] = parent;
+  }
+  let last = p.models[0] ?? "";
+  for (const m of p.models) if ((finish[m] ?? 0) > (finish[last] ?? 0)) last = m;
+  const path: string[] = [];
+  for (let m: string | undefined = last; m !== undefined; m = via[m]) path.unshift(m);
+  const st = finish[last] ?? 0;
+  const ms = (x: number): string => `${x.toFixed(1)} ms`;
+  const at = (m: string): string => `${ms(latency[m] ?? 0)} on ${hardware[m]}`;
+  const route = path.join(" → ");
+  if (st <= sloMs) return { feasible: true, serviceTimeMs: st, path, latencyMs: latency, hardware, reason: `service time ${ms(st)} (${route}) fits the SLO of ${sloMs} ms` };
+  const alone = p.models.filter((m) => (latency[m] ?? 0) > sloMs).sort((a, b) => (latency[b] ?? 0) - (latency[a] ?? 0))[0];
+  const slowest = [...path].sort((a, b) => (latency[b] ?? 0) - (latency[a] ?? 0))[0] ?? last;
+  const who = alone !== undefined
+    ? `${label(alone)} cannot fit: it alone takes ${at(alone)}, its fastest hardware at batch 1`
+    : `the slowest on it is ${label(slowest)} (${at(slowest)}); the path takes ${path.map((m) => `${m} ${ms(latency[m] ?? 0)}`).join(" + ")}`;
+  return {
+    feasible: false, serviceTimeMs: st, path, latencyMs: latency, hardware,
+    reason: `service time ${ms(st)} at batch 1 on the fastest hardware exceeds the SLO of ${sloMs} ms on the path ${route}: ${who}`,
+  };
+}
+
 /** InferLine Algorithm 1. */
 export function initializePlan(input: PlannerInput): PlanResult {
   const ctx = makeCtx(input);
@@ -161,17 +236,13 @@ function makeCtx(input: PlannerInput): Ctx {
 function initWith(ctx: Ctx): PlanResult {
   const { pipeline, profiles, sloMs } = ctx.input;
   const steps: string[] = [];
+  const check = serviceTimeCheck(pipeline, profiles, sloMs);
+  if (!check.feasible) return { feasible: false, costPerHour: NaN, p99Ms: NaN, steps, estimatorCalls: 0, reason: check.reason };
   let config: Record<string, ModelConfig> = {};
   for (const m of ctx.order) {
     const h = bestHardware(profiles, m);
-    config[m] = { hardware: h.hardware, maxBatch: 1, replicas: stabilityBound(ctx, m, h, 1) };
-  }
-  const st = serviceTimeMs(pipeline, profiles, config);
-  if (st > sloMs) {
-    return {
-      feasible: false, costPerHour: NaN, p99Ms: NaN, steps, estimatorCalls: 0,
-      reason: `service time ${st.toFixed(1)} ms at batch 1 on the fastest hardware exceeds the SLO of ${sloMs} ms`,
-    };
+    const b = smallestBatch(h);
+    config[m] = { hardware: h.hardware, maxBatch: b, replicas: stabilityBound(ctx, m, h, b) };
   }
   steps.push(`initialise: ${ctx.order.map((m) => describe(m, config[m]!)).join(", ")}`);
   const init = addReplicasUntilFeasible(ctx, config, ctx.order, steps);
@@ -203,7 +274,7 @@ function simpleCandidates(ctx: Ctx, config: PipelineConfig, m: string): Candidat
   const cost = configCostPerHour(profiles, config);
   const maxB = maxProfiledBatch(h);
   if (c.maxBatch < maxB) {
-    const nc = { ...c, maxBatch: Math.min(maxB, c.maxBatch * 2) };
+    const nc = { ...c, maxBatch: nextBatch(h, c.maxBatch) };
     out.push({ config: withModel(config, m, nc), cost, what: `IncreaseBatch ${describe(m, nc)}` });
   }
   if (c.replicas > 1) {
@@ -234,7 +305,8 @@ function downgrade(ctx: Ctx, config: PipelineConfig, m: string, beat: number): C
   for (const [b] of next.batchLatencyMs) bestMu = Math.max(bestMu, muPerMs(next, b));
   const lower = others + next.pricePerHour * Math.max(1, Math.ceil((ctx.lambdaPerMs * (ctx.scale[m] ?? 1)) / bestMu - 1e-9));
   if (lower >= beat) return undefined;
-  let local: PipelineConfig = withModel(config, m, { hardware: next.hardware, maxBatch: 1, replicas: stabilityBound(ctx, m, next, 1) });
+  const b0 = smallestBatch(next);
+  let local: PipelineConfig = withModel(config, m, { hardware: next.hardware, maxBatch: b0, replicas: stabilityBound(ctx, m, next, b0) });
   if (serviceTimeMs(ctx.input.pipeline, profiles, local) > ctx.input.sloMs) return undefined;
   const init = addReplicasUntilFeasible(ctx, local, [m]);
   if (!init) return undefined;

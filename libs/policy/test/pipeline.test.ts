@@ -166,6 +166,8 @@ describe("pipeline spec", () => {
       ["pipeline input 'scores' feeds only steps: declare its datatype and shape in \"inputs\""]],
     ["step params", { stages: [...cascade.stages, { name: "top", step: "argmax", inputs: { x: "fast.probabilities" }, params: { k: "$topk" } }], edges: [fastToAccurate, { from: "fast", to: "top" }] },
       ["stage top: param k: $topk names no pipeline parameter; declared: threshold"]],
+    ["content types on one of two inputs", { inputs: [{ name: "input", datatype: "FP32", shape: [-1, 1, 28, 28] }, { name: "image", datatype: "UINT8", shape: [-1], content_types: ["image/png"] }] },
+      ["input image: content_types need it to be the pipeline's only input (a body in a media type carries one input); the pipeline has 2: input, image"]],
   ];
   it.each(cases)("pipeline spec - %s", (_what, change, problems) => {
     expect(checkPipelineSpec(spec({ ...cascade, ...change }), env)).toEqual(problems);
@@ -189,6 +191,17 @@ describe("pipeline spec", () => {
   ];
   it.each(fanOutCases)("pipeline spec - fan-out: %s", (_what, change, problems) => {
     expect(checkPipelineSpec(spec({ ...perItem, ...change }), env)).toEqual(problems);
+  });
+
+  it("pipeline spec - an input that takes a file lists the media types it accepts as a body; other inputs cannot", () => {
+    const file = { name: "image", datatype: "UINT8" as const, shape: [-1], content_types: ["image/png", "image/jpeg"] };
+    const s = spec({ name: "files", slo: { p99_ms: 100 }, inputs: [file], stages: [{ name: "top", step: "argmax", inputs: { x: "input.image" } }] });
+    expect(checkPipelineSpec(s, env)).toEqual([]);
+    expect(pipelineInputSignature(s, env)).toEqual([file]);
+    const refused = pipelineSpecSchema.safeParse({ ...cascade, inputs: [{ name: "input", datatype: "FP32", shape: [-1, 1, 28, 28], content_types: ["image/png"] }] });
+    expect(refused.success).toBe(false);
+    expect(refused.error?.issues.map((i) => i.message)).toEqual(["input input: content_types apply to an input that takes a file's bytes (UINT8 [-1]), not FP32 [-1, 1, 28, 28]"]);
+    expect(pipelineSpecSchema.safeParse({ ...cascade, inputs: [{ ...file, content_types: ["PNG"] }] }).error?.issues.map((i) => i.message)).toEqual(["a media type is '<type>/<subtype>' in lower case, e.g. image/png"]);
   });
 
   it("pipeline spec - query parameters override the spec's, same names and types only", () => {

@@ -3,8 +3,8 @@ import { quantile } from "@sloserve/policy";
 
 /**
  * Per-pipeline counters of one dispatcher, published every second on `metrics.pipeline.<name>` for the
- * tuner and the dashboard: this window's queries, SLO misses, failures, latency p50/p99 and the queries
- * that visited each stage; since start, the queries, misses and each stage's measured share s_m (the
+ * tuner and the dashboard: this window's queries, SLO misses, failures, latency p50/p99, the queries
+ * that visited each stage and the items that reached it (more than the queries behind a fan-out); since start, the queries, misses and each stage's measured share s_m (the
  * fraction of queries that visited it: InferLine's scale factor, counted live); the p99 of the last
  * 1000 queries.
  */
@@ -18,6 +18,7 @@ interface PerPipeline {
   errors: number;
   latencies: number[];
   visits: Record<string, number>;
+  items: Record<string, number>;
   totalQueries: number;
   totalMisses: number;
   totalVisits: Record<string, number>;
@@ -36,7 +37,7 @@ export class PipelineStats {
   private of(pipeline: string, sloMs: number): PerPipeline {
     let p = this.pipelines.get(pipeline);
     if (!p) {
-      p = { sloMs, queries: 0, misses: 0, errors: 0, latencies: [], visits: {}, totalQueries: 0, totalMisses: 0, totalVisits: {}, recent: [], recentAt: 0 };
+      p = { sloMs, queries: 0, misses: 0, errors: 0, latencies: [], visits: {}, items: {}, totalQueries: 0, totalMisses: 0, totalVisits: {}, recent: [], recentAt: 0 };
       this.pipelines.set(pipeline, p);
     }
     p.sloMs = sloMs;
@@ -59,6 +60,7 @@ export class PipelineStats {
     for (const [stage, n] of Object.entries(q.visits)) {
       if (n <= 0) continue;
       p.visits[stage] = (p.visits[stage] ?? 0) + 1;
+      p.items[stage] = (p.items[stage] ?? 0) + n;
       p.totalVisits[stage] = (p.totalVisits[stage] ?? 0) + 1;
     }
   }
@@ -96,6 +98,7 @@ export class PipelineStats {
         latencyP50Ms: p.latencies.length > 0 ? quantile(p.latencies, 0.5) : null,
         latencyP99Ms: p.latencies.length > 0 ? quantile(p.latencies, 0.99) : null,
         visits: p.visits,
+        items: p.items,
         totalQueries: p.totalQueries,
         totalMisses: p.totalMisses,
         shares: this.shares(pipeline),
@@ -106,6 +109,7 @@ export class PipelineStats {
       p.errors = 0;
       p.latencies = [];
       p.visits = {};
+      p.items = {};
     }
     this.since = nowMs;
     return out;

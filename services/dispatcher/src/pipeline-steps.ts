@@ -1,5 +1,6 @@
 import { allocate, elementCount, type Tensor, type TensorData } from "@sloserve/contracts";
 import { isTensor, type StageDatum, type StageResult, type StageValue, type StepDescriptor } from "@sloserve/policy";
+import { OCR_STEPS } from "./ocr-steps.js";
 
 /**
  * Built-in pipeline steps: named processing functions a pipeline stage can run between model stages
@@ -10,12 +11,10 @@ import { isTensor, type StageDatum, type StageResult, type StageValue, type Step
  * tensors, or objects (`{ name, object }`: a decoded image, boxes, text) that only steps read and that
  * the answer carries as JSON (`values`).
  *
- * Extension point: the OCR pipeline's processing (libs/ocr: decodeImage, detPreprocess, detPostprocess,
- * cropBoxes, clsPreprocess/clsPostprocess, recPreprocess, ctcDecode, assembleResult) registers here as
- * steps: detPostprocess + cropBoxes as a fan-out (one item per text box), the per-box classification and
- * recognition as the region's stages, assembleResult as the join that puts the lines together. Add them
- * to {@link builtinSteps} (e.g. `...ocrSteps()` from libs/ocr) and the registry validates specs that
- * name them; nothing else changes.
+ * The OCR pipeline's processing (libs/ocr) registers here too (ocr-steps.ts: `ocr-decode-det`, the
+ * fan-out `ocr-boxes`, `ocr-cls-pre`, `ocr-direction`, `ocr-rotate`, `ocr-rec-pre`, `ocr-ctc` and the join
+ * `ocr-assemble`); a new step is one more entry in {@link builtinSteps}, and the registry validates specs
+ * that name it.
  *
  * Steps run on the dispatcher's event loop: keep them to light array work (decoding, slicing, decoding
  * CTC output); anything heavy belongs in a model.
@@ -191,7 +190,7 @@ export const label: PipelineStep = {
 /** The steps every dispatcher offers. */
 export const GENERIC_STEPS: readonly PipelineStep[] = [splitRows, concatRows, mean, argmax, label];
 
-/** The dispatcher's step registry: the generic steps (and, once libs/ocr lands, OCR's: see the header). */
+/** The dispatcher's step registry: the generic steps and OCR's (ocr-steps.ts). */
 export function builtinSteps(): StepRegistry {
-  return new StepRegistry(GENERIC_STEPS);
+  return new StepRegistry([...GENERIC_STEPS, ...OCR_STEPS]);
 }

@@ -178,6 +178,9 @@ export interface PipelineServiceOptions {
   reportEveryMs?: number;
 }
 
+/** Fields of a pipeline answer (and of the binary encoding's meta): an object output of one of these names comes under `values`. */
+const ANSWER_FIELDS = new Set(["pipeline", "id", "visited", "visits", "output_stages", "served_by", "timing_ms", "cost_dollars", "slo_ms", "missed_slo", "s_m", "values", "outputs", "tensors", "model_name", "model_version", "error", "code"]);
+
 /** Keys of a JSON query's `parameters` that are the query's own, not pipeline parameters. */
 const QUERY_KEYS = new Set(["timeout_ms"]);
 
@@ -340,13 +343,17 @@ export class PipelineService {
       throw err;
     }
     this.stats.record(name, sloMs, { latencyMs: answer.latencyMs, missed: answer.missedSlo, visits: answer.visits });
+    // Objects from steps (the OCR pipeline's text and lines) at the top of the answer; one whose name the
+    // answer uses itself goes under `values`.
+    const clashing = Object.entries(answer.values).filter(([k]) => ANSWER_FIELDS.has(k));
     const extra = {
+      ...Object.fromEntries(Object.entries(answer.values).filter(([k]) => !ANSWER_FIELDS.has(k))),
+      ...(clashing.length > 0 ? { values: Object.fromEntries(clashing) } : {}),
       pipeline: name,
       id: typeof meta.id === "string" ? meta.id : requestId,
       visited: Object.keys(answer.visits),
       visits: answer.visits,
       output_stages: answer.outputStages,
-      ...(Object.keys(answer.values).length > 0 ? { values: answer.values } : {}),
       served_by: answer.servedBy,
       timing_ms: answer.timingMs,
       cost_dollars: answer.costDollars,
