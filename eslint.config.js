@@ -33,7 +33,7 @@ export default tseslint.config(
   {
     // Decision code: pure. No network, no Redis, no onnxruntime, no file system, no clock.
     files: ["libs/contracts/src/**/*.ts", "libs/policy/src/**/*.ts", "libs/sim/src/**/*.ts"],
-    ignores: ["libs/sim/src/cli.ts", "libs/sim/src/render/**"],
+    ignores: ["libs/sim/src/cli.ts", "libs/sim/src/backtest-cli.ts", "libs/sim/src/render/**"],
     rules: {
       "no-restricted-imports": ["error", {
         paths: ioModules.map((name) => ({ name, message: "decision code in libs/ is pure: pass data and time in" })),

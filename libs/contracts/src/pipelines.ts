@@ -230,3 +230,20 @@ export const pipelinePlanStatusSchema = z.object({
   unplanned: z.record(z.string(), z.string()).default({}),
 });
 export type PipelinePlanStatus = z.infer<typeof pipelinePlanStatusSchema>;
+
+/**
+ * A pipeline controller's decision on `decision.pipeline.<name>`: a plan (the Planner, at registration
+ * and periodically), a Tuner scale-up or scale-down, or why there is no plan (infeasible, waiting).
+ */
+export const pipelineDecisionSchema = z.object({
+  pipeline: z.string(),
+  source: z.enum(["planner", "tuner"]),
+  decision: z.enum(["plan", "scale-up", "scale-down", "infeasible", "waiting", "removed"]),
+  reason: z.string(),
+  /** The stages after the decision. */
+  stages: z.record(z.string(), pipelineStagePlanSchema).default({}),
+  /** Replicas per stage before it (tuner decisions and re-plans). */
+  previous: z.record(z.string(), z.number().int().nonnegative()).default({}),
+  atMs: z.number(),
+});
+export type PipelineDecision = z.infer<typeof pipelineDecisionSchema>;

@@ -109,6 +109,11 @@ export const variantProfileSchema = z.object({
   loadLatencyMs: z.number().nonnegative(),
   /** Median latency of one batch, ms, by batch size (powers of two up to 64, while they fit). */
   latencyMs: z.record(z.string(), z.number().nonnegative()),
+  /**
+   * P99 of the same runs, ms, by batch size; each run takes the next rows of the validation set, so it
+   * includes how the latency depends on the input. Absent from profiles that predate it.
+   */
+  latencyP99Ms: z.record(z.string(), z.number().nonnegative()).optional(),
   /** Queries per second at the variant's max batch: maxBatch / latency(maxBatch). */
   peakQps: z.number().nonnegative(),
   /** Memory the loaded model takes while running its largest batch (RSS growth), bytes. */
@@ -304,6 +309,23 @@ export const profileJobSchema = z.object({
   atMs: z.number(),
 });
 export type ProfileJob = z.infer<typeof profileJobSchema>;
+
+/**
+ * Published on `registry.event.tuned.<model>` by the registrar when the Wbatch of some of a model's
+ * variants changed (MArk §4.3 batching tuned to the model's tightest SLO: libs/policy batch-wait.ts).
+ * `variants` are the updated records (as stored); catalogs apply them like profiled ones, and executors
+ * running one of them take its new Wbatch without a reload.
+ */
+export const batchingTunedEventSchema = z.object({
+  model: name,
+  /** The tightest latency SLO of the model's queries the tuning used, ms. */
+  sloMs: z.number().positive(),
+  variants: z.array(variantRecordSchema),
+  /** Per changed variant: the decision's reason. */
+  reasons: z.record(z.string(), z.string()).default({}),
+  atMs: z.number(),
+});
+export type BatchingTunedEvent = z.infer<typeof batchingTunedEventSchema>;
 
 /** Published on `registry.event.profile.<model>` as profiling goes. */
 export const profileProgressSchema = z.object({

@@ -43,6 +43,9 @@ export const subjects = {
   pipelineMetricsAll: "metrics.pipeline.*",
   /** Variants of a model were profiled (payload: the updated variant records). */
   modelProfiled: (model: string) => `registry.event.profiled.${model}`,
+  /** The Wbatch of some of a model's variants was re-tuned to its queries' tightest SLO (payload: batchingTunedEventSchema). */
+  batchingTuned: (model: string) => `registry.event.tuned.${model}`,
+  batchingTunedAll: "registry.event.tuned.*",
   /** Profiling progress of a model. */
   profileProgress: (model: string) => `registry.event.profile.${model}`,
   /** Profiling jobs for the workers of one hardware kind (work queue: one worker takes each job). */
@@ -127,6 +130,11 @@ export const headers = {
   lateOk: "x-late-ok",
   /** A pipeline query's parameter overrides, JSON (`{"threshold": 0.95}`). */
   pipelineParams: "x-pipeline-params",
+  /**
+   * "1": a profiling query (the pipeline controller's sample run, which measures the scale factors at
+   * registration): answered like any other, left out of the pipeline's reports and measured s_m.
+   */
+  profiling: "x-profiling",
 } as const;
 
 export const contentTypes = {

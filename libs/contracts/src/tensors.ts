@@ -102,6 +102,12 @@ export function elementCount(shape: readonly number[]): number {
   return n;
 }
 
+/** Rows [from, from + count) of a tensor whose first dimension is the row (a view, not a copy). */
+export function tensorRows(t: Tensor, from: number, count: number): Tensor {
+  const rowSize = elementCount(t.shape.slice(1));
+  return { name: t.name, datatype: t.datatype, shape: [count, ...t.shape.slice(1)], data: t.data.subarray(from * rowSize, (from + count) * rowSize) as Tensor["data"] };
+}
+
 function shapeText(shape: readonly number[]): string {
   return `[${shape.join(", ")}]`;
 }

@@ -21,6 +21,9 @@ describe("pipeline spec schema", () => {
     const parsed = pipelineSpecSchema.parse(base);
     expect(parsed.edges[0]!.when).toEqual({ output: "probabilities", reduce: "max", op: "<", value: "$threshold" });
     expect(pipelineSpecSchema.parse({ ...base, params: undefined, edges: undefined })).toMatchObject({ params: {}, edges: [] });
+    // The planner's sample trace: CV 1 unless given.
+    expect(pipelineSpecSchema.parse({ ...base, planning: { rate_qps: 20 } }).planning).toEqual({ rate_qps: 20, cv: 1 });
+    expect(pipelineSpecSchema.parse(base).planning).toBeUndefined();
   });
 
   const cases: Array<[string, unknown, string]> = [
@@ -39,6 +42,8 @@ describe("pipeline spec schema", () => {
     ["a bad parameter reference", { ...base, edges: [{ from: "fast", to: "accurate", when: { output: "p", op: "<", value: "threshold" } }] }, 'edges.0.when.value: a parameter reference is "$<name>"'],
     ["an expected share without a condition", { ...base, edges: [{ from: "fast", to: "accurate", expected_share: 0.3 }] }, "edges.0: edge fast → accurate: expected_share applies to conditional edges (with \"when\") only"],
     ["an expected share of 1", { ...base, edges: [{ ...base.edges[0], expected_share: 1 }] }, "edges.0.expected_share: Too big: expected number to be <1"],
+    ["a planning rate of 0", { ...base, planning: { rate_qps: 0 } }, "planning.rate_qps: Too small: expected number to be >0"],
+    ["a misspelt planning field", { ...base, planning: { rate: 10 } }, 'planning.rate_qps: Invalid input: expected number, received undefined; planning: Unrecognized key: "rate"'],
   ];
   it.each(cases)("pipeline spec schema - %s", (_what, spec, message) => {
     expect(problems(spec)).toBe(message);

@@ -63,7 +63,8 @@ export class VariantInstance {
   /** Expected run time of a batch (profile × observed slowdown): used for deadline checks. */
   readonly runTime: RunTimeEstimate;
   private readonly expectedMs: (size: number) => number;
-  private readonly policy: BatchPolicy;
+  /** Nbatch (the variant's max batch) and Wbatch (its batchWaitMs, re-tuned live by {@link setBatchWaitMs}). */
+  private policy: BatchPolicy;
   /** When the last batch finished (the executor has been idle since, unless busy). */
   private idleSinceMs: number;
   /** What this instance costs per second (its share of the hardware), for per-query cost. */
@@ -87,6 +88,27 @@ export class VariantInstance {
 
   get queueLength(): number {
     return this.queue.length;
+  }
+
+  /** The Wbatch this instance batches with now, ms. */
+  get batchWaitMs(): number {
+    return this.policy.batchWaitMs;
+  }
+
+  /**
+   * A re-tuned Wbatch (the registrar's `registry.event.tuned.<model>`), applied without a reload: the
+   * next batch decision uses it; a partial batch already waiting is decided again at once (it leaves now
+   * if it has waited the new Wbatch, else waits until then).
+   */
+  setBatchWaitMs(ms: number): void {
+    if (!(ms >= 0) || ms === this.policy.batchWaitMs) return;
+    this.log.info({ variant: this.variant.name, from: this.policy.batchWaitMs, to: ms }, "Wbatch re-tuned");
+    this.policy = { ...this.policy, batchWaitMs: ms };
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    this.schedule();
   }
 
   async start(): Promise<void> {

@@ -1,5 +1,8 @@
 import { AckPolicy, type ConsumerMessages } from "@nats-io/jetstream";
+import type { Subscription } from "@nats-io/transport-node";
 import {
+  batchingTunedEventSchema,
+  describeZodError,
   profileJobSchema,
   scaleCommandSchema,
   streams,
@@ -62,6 +65,9 @@ export class Worker {
   /** Per variant: arrivals of recent report periods, for the load window of the state machine. */
   private readonly arrivalHistory = new Map<string, Array<{ atMs: number; arrivals: number; ms: number }>>();
   private readonly hardware: Hardware;
+  /** The latest Wbatch announced per variant (`registry.event.tuned.*`), for instances still loading. */
+  private readonly tunedWaits = new Map<string, number>();
+  private tunedSub: Subscription | undefined;
 
   constructor(
     private readonly bus: Bus,
@@ -80,7 +86,13 @@ export class Worker {
     return this.options.id;
   }
 
+  /** The Wbatch the loaded instances of a variant batch with now, ms (undefined when none is loaded). */
+  batchWaitMs(variant: string): number | undefined {
+    return this.instances.get(variant)?.[0]?.batchWaitMs;
+  }
+
   async start(): Promise<void> {
+    this.followTuning();
     await this.tick();
     const durable = workerCommandConsumer(this.id);
     await this.bus.jsm.consumers.add(streams.scale.name, {
@@ -151,6 +163,31 @@ export class Worker {
     })();
   }
 
+  /**
+   * Re-tuned batching (the registrar's `registry.event.tuned.<model>`, MArk §4.3): running instances of
+   * the variants take the new Wbatch at once, without a reload; instances loading meanwhile take it once
+   * they run (the value they read from Redis at load may be older than the event).
+   */
+  private followTuning(): void {
+    this.tunedSub = this.bus.nc.subscribe(subjects.batchingTunedAll, {
+      callback: (err, msg) => {
+        if (err) return this.log.warn({ err }, "tuned-batching subscription failed");
+        let parsed;
+        try {
+          parsed = batchingTunedEventSchema.safeParse(msg.json());
+        } catch (e) {
+          return this.log.warn({ err: e, subject: msg.subject }, "ignoring a tuned-batching event that is not JSON");
+        }
+        if (!parsed.success) return this.log.warn({ subject: msg.subject, error: describeZodError(parsed.error) }, "ignoring a malformed tuned-batching event");
+        for (const v of parsed.data.variants) {
+          if (v.hardware !== this.hardware) continue;
+          this.tunedWaits.set(v.name, v.batchWaitMs);
+          for (const instance of this.instances.get(v.name) ?? []) instance.setBatchWaitMs(v.batchWaitMs);
+        }
+      },
+    });
+  }
+
   private async setState(variant: string, model: string, state: VariantState, reason: string): Promise<void> {
     const previous = this.states.get(variant) ?? "inactive";
     if (state === "inactive") this.states.delete(variant);
@@ -204,6 +241,8 @@ export class Worker {
         const instance = new VariantInstance(variant, backend, this.bus, { id: this.id, hardware: this.hardware }, this.log.child({ variant: variant.name }), this.clock);
         await instance.start();
         this.instances.set(variant.name, [...(this.instances.get(variant.name) ?? []), instance]);
+        const tuned = this.tunedWaits.get(variant.name);
+        if (tuned !== undefined) instance.setBatchWaitMs(tuned);
         this.reserve(variant, -1);
         pending--;
       }
@@ -360,6 +399,7 @@ export class Worker {
   /** Unloads everything (queued queries go back to the queue for other replicas) and leaves. */
   async stop(): Promise<void> {
     if (this.reportTimer) clearInterval(this.reportTimer);
+    this.tunedSub?.unsubscribe();
     // Stopping goes on past each failure, logging it: what is left is cleaned up by TTLs and timeouts.
     const warn = (what: string, extra: Record<string, unknown> = {}) => (err: unknown): void => this.log.warn({ err, worker: this.id, ...extra }, `while stopping: ${what} failed`);
     await this.commands?.close().catch(warn("closing the command consumer"));

@@ -122,3 +122,43 @@ export function tuneBatching(input: BatchTuningInput): BatchTuning {
 function fmt(x: number): string {
   return Number.isInteger(x) ? String(x) : x.toFixed(1);
 }
+
+/**
+ * Profiled batch latencies as the profiler stores them (batch size → ms; libs/contracts
+ * `VariantProfile.latencyMs`, selection's `VariantProfile.latencyMs`), or a latency curve (the
+ * simulator's instance profiles).
+ */
+export type ProfiledLatencies = Readonly<Record<string, number>> | Readonly<Record<number, number>> | BatchLatencyFn;
+
+/** What tuning needs of a variant (or of an instance type serving a model). */
+export interface TunableProfile {
+  latencyMs: ProfiledLatencies;
+  /** The largest batch the variant runs (Nbatch cannot exceed it). */
+  maxBatch: number;
+  /** Batches run at once. @default 1 */
+  concurrency?: number;
+}
+
+/** A latency curve from profiled points (interpolated, see {@link interpolateBatchLatency}) or as given. */
+export function latencyCurve(latencyMs: ProfiledLatencies): BatchLatencyFn {
+  if (typeof latencyMs === "function") return latencyMs;
+  const points = Object.entries(latencyMs).map(([b, ms]) => [Number(b), Number(ms)] as const).filter(([b, ms]) => b >= 1 && Number.isFinite(ms));
+  return interpolateBatchLatency(points);
+}
+
+/**
+ * MArk §4.3 "light profiling" applied to one variant (or instance type): its Nbatch, Wbatch and μ*
+ * under the SLO, from its profiled latencies. The one entry point of the tuning rule: the registrar
+ * (live Wbatch of every profiled variant, through {@link planBatchWaits}), the machine plan (C_i per
+ * instance type, `workerCapacityForApp`) and the simulator's MArk systems (each type's batching and
+ * capacity) all call it.
+ */
+export function tunedBatching(profile: TunableProfile, sloMs: number): BatchTuning {
+  return tuneBatching({ latencyMs: latencyCurve(profile.latencyMs), sloMs, maxBatch: profile.maxBatch, ...(profile.concurrency ? { concurrency: profile.concurrency } : {}) });
+}
+
+/** Wbatch of a profiled variant under an SLO, ms, rounded to 0.01 ms; 0 when even a batch of one misses the SLO. */
+export function tunedBatchWaitMs(profile: TunableProfile, sloMs: number): number {
+  const t = tunedBatching(profile, sloMs);
+  return t.nbatch === 0 ? 0 : Math.round(t.wbatchMs * 100) / 100;
+}

@@ -36,6 +36,16 @@ export function planForecast(history: readonly number[], options: ForecastPlanOp
     const f = seasonalNaive(options.season);
     return { values: f.forecast(history, horizon), method: f.name, state };
   }
+  return fittedHoltWinters(history, options, state);
+}
+
+/**
+ * Holt-Winters with α/β/γ fitted by grid search on the history (`fitHoltWinters`), refitted every
+ * `refitEvery` units: planForecast's model once there are two seasons and a horizon, and the
+ * "holt-winters" predictor (predictors.ts) at any length.
+ */
+export function fittedHoltWinters(history: readonly number[], options: ForecastPlanOptions, state: ForecastPlanState = {}): ForecastPlan {
+  const horizon = options.horizon ?? 60;
   let next = state;
   if (!state.params || state.fittedAtLength === undefined || history.length - state.fittedAtLength >= (options.refitEvery ?? 60)) {
     const fit = fitHoltWinters(history, { season: options.season, horizon });

@@ -36,3 +36,7 @@ export * from "./model-actions.js";
 export * from "./function-pool.js";
 export * from "./overflow-prewarm.js";
 export * from "./machine-plan.js";
+export * from "./pipeline-control.js";
+export * from "./batch-wait.js";
+export * from "./predictors.js";
+export * from "./forecast-backtest.js";

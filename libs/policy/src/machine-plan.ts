@@ -16,10 +16,11 @@
  *     every `planPeriodMs` (1 min) when forecasts exist. Demand per hardware kind, in workers:
  *     - each app's forecast gives its max rate F_a(t) per unit (`forecast.<app>`: 60 per-minute maxima);
  *       the plan looks at t = now + the kind's boot time, then one unit further per step;
- *     - a worker of kind k offers app a the capacity C(a, k) = n × peak QPS of the app's variant of
+ *     - a worker of kind k offers app a the capacity C(a, k) = n × μ* of the app's variant of
  *       kind k with the most throughput per worker, where n is how many instances of it fit in what a
- *       new worker offers (`resources`: threads, memory, accelerators) and the variant's profiled
- *       latency meets the app's SLO (the tightest seen). This is the variant the model autoscaler
+ *       new worker offers (`resources`: threads, memory, accelerators), the variant's profiled
+ *       latency meets the app's SLO (the tightest seen), and μ* is its throughput with MArk's batching
+ *       tuned for that SLO (`tunedBatching`; the profiled peak when no SLO is known). This is the variant the model autoscaler
  *       upgrades to under load and, since a worker's price is fixed, the cheapest per query when the
  *       worker is full (selection's criterion);
  *     - each app goes to the kind with the lowest price per query, pricePerHour(k) / C(a, k);
@@ -62,6 +63,7 @@
  * slower variant get less than C(a, k), which the reactive rules cover); an app's demand is planned on
  * one kind even when several could serve it.
  */
+import { tunedBatching } from "./batch-tuning.js";
 import { instancesThatFit } from "./model-autoscaler.js";
 import { planProvisioning, type ProvisioningState } from "./provisioning.js";
 import { variantLatencyMs, type VariantProfile } from "./selection.js";
@@ -227,9 +229,12 @@ export interface MachinePlanResult {
 }
 
 /**
- * The capacity one new worker of `kind` offers `app` (step (b)): n × peak QPS of the app's profiled
+ * The capacity one new worker of `kind` offers `app` (step (b)): n × the throughput of the app's profiled
  * variant of that kind with the most throughput per worker, n = instances that fit in `resources`
- * (1 when the variant declares no resources), among those whose profiled latency meets `sloMs`.
+ * (1 when the variant declares no resources), among those whose profiled latency meets `sloMs`. With an
+ * SLO, a variant's throughput is MArk's μ* under it (batch-tuning.ts `tunedBatching`: the largest batch
+ * whose Wbatch + T(b) fits the SLO and still beats running one at a time — MArk §4.3's C_i, the rate the
+ * executors' tuned batching sustains); without one, its profiled peak (max batch / T(max batch)).
  */
 export function workerCapacityForApp(
   catalog: readonly VariantProfile[],
@@ -246,7 +251,9 @@ export function workerCapacityForApp(
     const fit = instancesThatFit(v, resources);
     const n = Number.isFinite(fit) ? fit : 1;
     if (n <= 0) continue;
-    if (!best || n * v.peakQps > best.qps) best = { variant: v.name, instances: n, qps: n * v.peakQps };
+    const perInstance = sloMs === undefined ? v.peakQps : tunedBatching({ latencyMs: v.latencyMs, maxBatch: v.batchSize, ...(v.concurrency ? { concurrency: v.concurrency } : {}) }, sloMs).throughputQps;
+    if (perInstance <= 0) continue;
+    if (!best || n * perInstance > best.qps) best = { variant: v.name, instances: n, qps: n * perInstance };
   }
   return best;
 }

@@ -24,7 +24,10 @@
  *    one with {@link chooseWorker} (no oversubscription), first among the workers that do not run the
  *    variant yet (replicas spread), then among all; what no worker can take is escalated. The floor's
  *    instances, counted on the workers that run most of them, are protected from step 4's scale-downs
- *    (`minInstancesByVariant`), and their model is scaled horizontally only there.
+ *    (`minInstancesByVariant`), and their model is scaled horizontally only there. A floor lowered
+ *    since the last tick (a Tuner scale-down) or lifted (its pipeline gone) unloads the instances it no
+ *    longer wants, one at a time from the workers that run most of them, down to the new floor (those
+ *    the autoscaler added on its own count too: it adds them back if the load needs them).
  * 4. **Decisions.** {@link modelAutoscale} per worker (in name order) for its models not held. Its
  *    candidates are the variants of the model of a kind that some live worker has or that a new worker
  *    can be asked for (`launchableKinds`); a variant of another kind than the worker's fits no instance
@@ -135,6 +138,8 @@ export interface ModelActionsState {
   inFlight: CommandInFlight[];
   /** Per worker: its reports' arrivals within the load window. */
   arrivals: Record<string, ArrivalSample[]>;
+  /** Per variant, the floor of the last tick (to see it lowered). */
+  floors?: Record<string, number>;
 }
 
 export type ModelAction =
@@ -188,7 +193,7 @@ export interface ModelActionsResult {
 }
 
 export function emptyModelActionsState(): ModelActionsState {
-  return { autoscaler: {}, swaps: [], inFlight: [], arrivals: {} };
+  return { autoscaler: {}, swaps: [], inFlight: [], arrivals: {}, floors: {} };
 }
 
 /** Arrivals per second of each variant over the samples: Σ qps·ms / Σ ms. */
@@ -319,10 +324,30 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
     const known = floors.get(f.variant);
     floors.set(f.variant, known ? { ...known, count: known.count + f.count, reason: `${known.reason}; ${f.reason}` } : { ...f });
   }
+  const floorCounts: Record<string, number> = {};
+  const instancesOf = (variant: string): number => [...views.values()].reduce((n, view) => n + (view.runs.get(variant)?.ready ?? 0) + (view.runs.get(variant)?.loading ?? 0), 0);
+  // A floor lowered (a Tuner scale-down) or lifted (a pipeline gone): the instances it no longer wants
+  // go, from the workers that run most of them, down to the new floor.
+  for (const [variant, before] of Object.entries(prev.floors ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const now = floors.get(variant)?.count ?? 0;
+    const v = profiles.get(variant);
+    if (!v || now >= before) continue;
+    let surplus = Math.min(before - now, instancesOf(variant) - now);
+    const why = floors.get(variant)?.reason ?? `no pipeline plan wants ${variant} any more`;
+    while (surplus > 0) {
+      const from = [...views.values()]
+        .filter((view) => (view.runs.get(variant)?.ready ?? 0) > 0)
+        .sort((a, b) => (b.runs.get(variant)?.ready ?? 0) - (a.runs.get(variant)?.ready ?? 0) || (a.w.name < b.w.name ? -1 : 1))[0];
+      if (!from) break;
+      command(from, "unload", v.model, variant, 1, `${why}: the floor went from ${before} to ${now}`);
+      surplus--;
+    }
+  }
   for (const f of [...floors.values()].sort((a, b) => (a.variant < b.variant ? -1 : a.variant > b.variant ? 1 : 0))) {
     const v = profiles.get(f.variant);
     if (!v || f.count <= 0) continue;
-    const total = (): number => [...views.values()].reduce((n, view) => n + (view.runs.get(v.name)?.ready ?? 0) + (view.runs.get(v.name)?.loading ?? 0), 0);
+    floorCounts[f.variant] = f.count;
+    const total = (): number => instancesOf(v.name);
     let missing = f.count - total();
     let refusal = "";
     for (; missing > 0; missing--) {
@@ -454,5 +479,5 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
       }
     }
   }
-  return { actions, state: { autoscaler: autoscalerState, swaps, inFlight, arrivals } };
+  return { actions, state: { autoscaler: autoscalerState, swaps, inFlight, arrivals, floors: floorCounts } };
 }

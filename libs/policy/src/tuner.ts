@@ -12,7 +12,9 @@
  * rate and set k_m = ⌈r_max·s_m / (μ_m·ρ_m)⌉ for every model that has fewer replicas.
  * Scale down, conservatively: once 15 s have passed since the last change, λ_new = the largest rate of
  * the last 30 s measured in 5 s windows, k_m = ⌈λ_new·s_m / (μ_m·ρ_p)⌉ with ρ_p = min_m ρ_m, and models
- * with more replicas shrink to it (never below one).
+ * with more replicas shrink to it (never below one, and never below what the scale-up rule asks for the
+ * current envelope: ours, not the paper's — its windows reach back up to 60 s, further than the 30 s
+ * look-back, so a burst 30-60 s old would otherwise scale a model down and straight back up).
  *
  * ρ_m: the paper defines it as λ/μ_m ("the ratio of the arrival rate to the maximum throughput of the
  * model in its current configuration"). We read μ_m there as the model's whole planned capacity and
@@ -172,11 +174,13 @@ export function tunerStep(input: TunerInput, options: TunerOptions = {}): TunerD
     if (r > planned && planned > 0) worstRatio = Math.max(worstRatio, r / planned);
   });
   if (at >= 0 && (options.scaleUpRule ?? "paper") === "relative") rMax = plan.plannedQps * worstRatio;
+  // What the scale-up rule asks of each model for the current envelope (0 when it is within the plan's).
+  const upTarget = (p: TunerModelPlan): number => (at >= 0 ? Math.ceil((rMax * p.scaleFactor) / (p.replicaQps * p.rho) - 1e-9) : 0);
   if (at >= 0) {
     const replicas = { ...state.replicas };
     const grown: string[] = [];
     for (const [m, p] of Object.entries(plan.models)) {
-      const k = Math.ceil((rMax * p.scaleFactor) / (p.replicaQps * p.rho) - 1e-9);
+      const k = upTarget(p);
       if (k > (replicas[m] ?? 0)) {
         grown.push(`${m} ${replicas[m] ?? 0}→${k}`);
         replicas[m] = k;
@@ -199,7 +203,9 @@ export function tunerStep(input: TunerInput, options: TunerOptions = {}): TunerD
   const shrunk: string[] = [];
   const rhoP = (options.scaleDownRho ?? "min") === "min" ? plan.minRho : plan.minRhoReplicated;
   for (const [m, p] of Object.entries(plan.models)) {
-    const k = Math.max(1, Math.ceil((lambdaNew * p.scaleFactor) / (p.replicaQps * rhoP) - 1e-9));
+    // Never below what the scale-up rule asks now: the envelope (up to 60 s) still holding a burst that
+    // the 30 s look-back has forgotten would scale straight back up at the next tick.
+    const k = Math.max(1, Math.ceil((lambdaNew * p.scaleFactor) / (p.replicaQps * rhoP) - 1e-9), upTarget(p));
     if (k < (replicas[m] ?? 0)) {
       shrunk.push(`${m} ${replicas[m]}→${k}`);
       replicas[m] = k;

@@ -1,8 +1,10 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import {
-  backtest, fitHoltWinters, holtWinters, lastValueForecaster, maxRatePerUnit, seasonalNaive, withGaps, type Forecaster,
+  fitHoltWinters, holtWinters, lastValueForecaster, maxRatePerUnit, seasonalNaive, withGaps, type Forecaster,
 } from "../src/forecast.js";
+import { backtestPredictor } from "../src/forecast-backtest.js";
+import { predictorFromForecaster } from "../src/predictors.js";
 
 // The Twitter trace ships with the simulator (libs/sim/data/, see its README); the test reads the
 // file and passes the data in, src never touches the file system.
@@ -54,16 +56,37 @@ describe("forecast", () => {
     expect(fit.mae).toBeLessThan(worst.mae);
   });
 
-  it("forecast - backtest scores MAPE and under-provisioning, skipping gaps", () => {
-    const constant: Forecaster = { name: "ten", forecast: (_h, n) => new Array<number>(n).fill(10) };
-    // Origins at 2 and 4 with horizon 2 score steps 2,3,4,5; step 3 is a gap.
-    // step 2: a = 8 → |10−8|/8 = 0.25 (over); step 4: a = 20 → 0.5 (under, short by 0.5); step 5: a = 10 → 0.
-    const r = backtest([1, 1, 8, NaN, 20, 10], constant, { start: 2, horizon: 2, every: 2 });
+  it("forecast - backtest scores every step: MAPE, RMSE and under-provisioning, skipping gaps", () => {
+    const constant = predictorFromForecaster({ name: "ten", forecast: (_h, n) => new Array<number>(n).fill(10) });
+    // Origins at 2 and 4 with horizon 2 score units 2,3 and 4,5; unit 3 is a gap.
+    // unit 2: a = 8 → |10−8|/8 = 0.25 (over); unit 4: a = 20 → 0.5 (under, short by 0.5); unit 5: a = 10 → 0.
+    const r = backtestPredictor([1, 1, 8, NaN, 20, 10], constant, { start: 2, season: 2, horizon: 2, every: 2 });
     expect(r.scored).toBe(3);
     expect(r.origins).toBe(2);
     expect(r.mape).toBeCloseTo((0.25 + 0.5 + 0) / 3, 12);
+    expect(r.rmse).toBeCloseTo(Math.sqrt((4 + 100 + 0) / 3), 12); // (10−8)², (10−20)², 0
     expect(r.underProvisionRate).toBeCloseTo(1 / 3, 12);
     expect(r.meanShortfall).toBeCloseTo(0.5, 12);
+    expect(r.methods).toEqual(["ten"]);
+  });
+
+  it("forecast - backtest with a lead scores the forecast made lead units earlier, at every origin", () => {
+    // The last value, forecast 3 units ahead: from origin t (units 0 … t−1 seen) step 3 is unit t + 2,
+    // forecast as series[t − 1]. Series 4 6 5 10 2 0 8, start 1:
+    //   t=1: F(unit 3) = 4 vs 10 → APE 0.6, under, short 0.6, SE 36
+    //   t=2: F(unit 4) = 6 vs 2  → APE 2,   over,             SE 16
+    //   t=3: F(unit 5) = 5 vs 0  → not scored (no positive actual)
+    //   t=4: F(unit 6) = 10 vs 8 → APE 0.25, over,            SE 4
+    // t=5 would need unit 7: past the end. MAPE (0.6 + 2 + 0.25) / 3 = 0.95; RMSE √(56 / 3); under 1/3.
+    const last = predictorFromForecaster(lastValueForecaster, "last-value");
+    const r = backtestPredictor([4, 6, 5, 10, 2, 0, 8], last, { start: 1, season: 2, horizon: 4, lead: 3 });
+    expect(r.origins).toBe(4);
+    expect(r.scored).toBe(3);
+    expect(r.mape).toBeCloseTo(0.95, 12);
+    expect(r.rmse).toBeCloseTo(Math.sqrt(56 / 3), 12);
+    expect(r.underProvisionRate).toBeCloseTo(1 / 3, 12);
+    expect(r.meanShortfall).toBeCloseTo(0.6, 12);
+    expect(() => backtestPredictor([1, 2], last, { start: 1, season: 2, horizon: 4, lead: 5 })).toThrow("lead 5 must be a whole number of units from 1 to the horizon 4");
   });
 
   it("forecast - backtest on the Twitter trace (7 days, 3 to fit, hourly origins, 60-minute horizon)", () => {
@@ -73,7 +96,9 @@ describe("forecast", () => {
     // the daily gap at minutes 1412-1439 (7 × 28) and one more zero minute
     expect(series.filter(Number.isNaN).length).toBe(7 * 28 + 1);
     const fit = fitHoltWinters(series.slice(0, 3 * 1440), { season: 1440 });
-    const results = [lastValueForecaster, seasonalNaive(1440), holtWinters(fit.params)].map((f) => backtest(series, f, { start: 3 * 1440 }));
+    const results = [lastValueForecaster, seasonalNaive(1440), holtWinters(fit.params)].map((f: Forecaster) =>
+      backtestPredictor(series, predictorFromForecaster(f), { start: 3 * 1440, season: 1440, every: 60 }),
+    );
     const [last, naive, hw] = results as [typeof results[0], typeof results[0], typeof results[0]];
     // Measured: last-value 43% MAPE, seasonal-naive 23%, Holt-Winters 20%; each under-forecasts ~half the minutes.
     expect(naive.mape).toBeLessThan(last.mape);

@@ -88,6 +88,16 @@ describe("machine-plan", () => {
     expect([forecastAt(f, 1000), forecastAt(f, 61_000), forecastAt(f, 130_000), forecastAt(f, 999_000), forecastAt(f, 0)]).toEqual([10, 20, 30, 30, 10]);
   });
 
+  it("machine-plan - with an SLO, a worker's capacity is MArk's tuned throughput μ*, not the profiled peak", () => {
+    // T(b) = 40 + 10b profiled at 1, 2, 4, 8; peak = 8 / T(8) = 8000 / 120 = 66.7 QPS. Under a 200 ms SLO the
+    // tuned Nbatch is 6 (Wbatch 83.3 + T(6) 100 = 183.3 ≤ 200; b = 7 gives 204.3): μ* = 6000 / 100 = 60 QPS.
+    const b8 = variant({ name: "a-b8", batchSize: 8, latencyMs: { 1: 50, 2: 60, 4: 80, 8: 120 }, peakQps: 8000 / 120 });
+    expect(workerCapacityForApp([b8], "a", "cpu", CPU.resources)?.qps).toBeCloseTo(2 * (8000 / 120), 9); // no SLO: the peak
+    expect(workerCapacityForApp([b8], "a", "cpu", CPU.resources, 200)).toEqual({ variant: "a-b8", instances: 2, qps: 120 });
+    // A loose SLO lets Nbatch reach 8: μ* is the peak again.
+    expect(workerCapacityForApp([b8], "a", "cpu", CPU.resources, 1000)?.qps).toBeCloseTo(2 * (8000 / 120), 9);
+  });
+
   const cases: Array<{ name: string; workers: MachineView[]; extra?: Partial<MachinePlanContext>; want: string[] }> = [
     // (a) INFaaS rules, through vmAutoscale.
     { name: "utilisation above 80% on every worker launches one", workers: [w("c1", { utilization: 0.85 }), w("c2", { utilization: 0.9 })], want: ["launch cpu ×1 infaas"] },

@@ -6,6 +6,7 @@ import {
   type ModelAction,
   type ModelActionsConfig,
   type ModelActionsState,
+  type VariantFloor,
   type VariantProfile,
   type WorkerRuns,
 } from "../src/index.js";
@@ -252,5 +253,79 @@ describe("placement - by resources", () => {
     expect(chooseWorker([view("a", { accelerators: 1, memoryBytes: 50 })], request, 0)).toEqual({ worker: undefined, reason: "no gpu worker has room for g8 (accelerators 1, memoryBytes 100)" });
     // A resource the worker does not list is one it lacks.
     expect(chooseWorker([view("a", { memoryBytes: 1000 })], request, 0).worker).toBeUndefined();
+  });
+});
+
+describe("model-actions - floors (pipeline plans)", () => {
+  /** Runs ticks with floors, carrying the state. */
+  function runFloors(ticks: Tick[], floors: VariantFloor[]): string[][] {
+    let state: ModelActionsState | undefined;
+    return ticks.map((t) => {
+      const nowMs = Math.max(...t.workers.map((x) => x.seenAtMs));
+      const res = planModelActions({ nowMs, workers: t.workers, catalog, sloMsByModel: { digits: 1000 }, state, floors });
+      state = res.state;
+      return res.actions.map(brief);
+    });
+  }
+  const floor = (variant: string, count: number): VariantFloor => ({ variant, count, owner: "pipeline-p", reason: `pipeline p stage s: plan, ${count} replicas` });
+  const threads = (n: number) => ({ free: { threads: n, memoryBytes: 1e9, accelerators: 0 } });
+
+  it("model-actions - floors: missing instances go first to workers without the variant, then to any with room; the rest is escalated", () => {
+    // d1 takes 1 thread. a has 2 free, b 1. #1: both idle, no d1 → a (name order); #2: b (a runs d1 now);
+    // #3: both run d1 → any with room: a (1 thread left); #4: no thread left anywhere → escalate ×1.
+    const got = runFloors([{ workers: [w("a", 0, {}, threads(2)), w("b", 0, {}, threads(1))], want: [] }], [floor("d1", 4)]);
+    expect(got[0]).toEqual(["add d1 ×1 on a", "add d1 ×1 on b", "add d1 ×1 on a", "escalate d1 ×1 (cpu)"]);
+  });
+
+  it("model-actions - floors: adds in flight count; a floor met adds nothing", () => {
+    const got = runFloors([
+      { workers: [w("a", 0, {}, threads(4))], want: [] },
+      // The report does not show the adds yet: in flight, nothing more.
+      { workers: [w("a", 1000, {}, threads(4))], want: [] },
+      { workers: [w("a", 2000, { d1: [0, 2, 0] }, threads(2))], want: [] },
+    ], [floor("d1", 2)]);
+    expect(got).toEqual([["add d1 ×1 on a", "add d1 ×1 on a"], [], []]);
+  });
+
+  it("model-actions - floors: the autoscaler removes idle instances only down to the floor", () => {
+    // Three idle d1 (no load): the autoscaler may remove one after T_v = 2 s at a time. Floor 2: one goes.
+    // Without a floor it goes on down to minInstances = 1.
+    const ticks = (n: number[]): Tick[] => [0, 1000, 2000, 3000, 4000, 5000, 6000].map((t, i) => ({ workers: [w("a", t, { d1: [n[i]!, 0, 0] })], want: [] }));
+    const withFloor = runFloors(ticks([3, 3, 3, 2, 2, 2, 2]), [floor("d1", 2)]);
+    expect(withFloor.flat().filter((a) => a.startsWith("unload") || a.startsWith("remove"))).toEqual(["remove d1 ×1", "unload d1 ×1 on a"]);
+    const without = runFloors(ticks([3, 3, 3, 2, 2, 2, 1]), []);
+    expect(without.flat().filter((a) => a.startsWith("unload"))).toEqual(["unload d1 ×1 on a", "unload d1 ×1 on a"]);
+  });
+
+  it("model-actions - floors: a pinned variant is not downgraded (the plan chose it); replicas are still added under load", () => {
+    // One idle d8 (2/s): downgrading to d1 ×1 (1/s) saves money after T_v; pinned by a floor it stays.
+    const idle = [0, 1000, 2000, 3000].map((t) => ({ workers: [w("a", t, { d8: [1, 0, 0] })], want: [] }));
+    expect(runFloors(idle, []).flat()).toContain("downgrade d1 ×1");
+    expect(runFloors(idle, [floor("d8", 1)]).flat()).toEqual([]);
+    // 150 QPS on one pinned d8 (100): no upgrade to g8 (no GPU worker anyway) — replicate d8.
+    expect(runFloors([{ workers: [w("a", 0, { d8: [1, 0, 150] })], want: [] }], [floor("d8", 1)])[0]).toEqual(["replicate d8 ×1", "add d8 ×1 on a"]);
+  });
+
+  it("model-actions - floors: a lowered floor unloads what it no longer wants, from the worker that runs most; a lifted one, the rest", () => {
+    // Floor 3 on d1 (a: 2, b: 1); the Tuner lowers it to 1 → two unloads, both from a (2 there, then 1
+    // each: name order). The next report does not show them yet: in flight, nothing more. Then the
+    // pipeline goes (no floor): the last one is unloaded too.
+    let state: ModelActionsState | undefined;
+    const tick = (t: number, runs: Record<string, Runs>, floors: VariantFloor[]): string[] => {
+      const res = planModelActions({ nowMs: t, workers: Object.entries(runs).map(([name, r]) => w(name, t, r)), catalog, sloMsByModel: {}, state, floors });
+      state = res.state;
+      return res.actions.map(brief);
+    };
+    expect(tick(0, { a: { d1: [2, 0, 0] }, b: { d1: [1, 0, 0] } }, [floor("d1", 3)])).toEqual([]);
+    expect(tick(1000, { a: { d1: [2, 0, 0] }, b: { d1: [1, 0, 0] } }, [floor("d1", 1)])).toEqual(["unload d1 ×1 on a", "unload d1 ×1 on a"]);
+    expect(tick(2000, { a: { d1: [2, 0, 0] }, b: { d1: [1, 0, 0] } }, [floor("d1", 1)])).toEqual([]);
+    expect(tick(3000, { a: {}, b: { d1: [1, 0, 0] } }, [])).toEqual(["unload d1 ×1 on b"]);
+  });
+
+  it("model-actions - floors: two plans on one variant add up; an escalation names the owner", () => {
+    const res = planModelActions({ nowMs: 0, workers: [w("a", 0, {}, threads(1))], catalog, sloMsByModel: {}, floors: [floor("d1", 1), { ...floor("d1", 1), owner: "pipeline-q" }] });
+    expect(res.actions.map(brief)).toEqual(["add d1 ×1 on a", "escalate d1 ×1 (cpu)"]);
+    const esc = res.actions.find((a) => a.kind === "escalate");
+    expect(esc).toMatchObject({ worker: "pipeline-p", reason: "pipeline p stage s: plan, 1 replicas; pipeline p stage s: plan, 1 replicas: 1 of 2 d1 running and no worker can take 1 more (no cpu worker has room for d1 (threads 1, memoryBytes 100000000))" });
   });
 });

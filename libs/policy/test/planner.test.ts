@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { estimate, sampleRoutes } from "../src/estimator.js";
 import { configCostPerHour, type Pipeline, type PipelineConfig, type ProfileSet } from "../src/pipeline.js";
-import { bestHardware, initializePlan, planPipeline } from "../src/planner.js";
+import { bestHardware, initializePlan, planPipeline, serviceTimeCheck } from "../src/planner.js";
 import { createRng, sampleExponential } from "../src/rng.js";
 
 const one: Pipeline = { name: "one", models: ["m"], edges: [] };
@@ -12,7 +12,7 @@ describe("planner", () => {
     const profiles: ProfileSet = { m: [{ hardware: "cpu", pricePerHour: 0.1, batchLatencyMs: [[1, 120]] }] };
     const r = planPipeline({ pipeline: one, profiles, sloMs: 100, arrivalsMs: evenly(1, 10) });
     expect(r.feasible).toBe(false);
-    expect(r.reason).toBe("service time 120.0 ms at batch 1 on the fastest hardware exceeds the SLO of 100 ms");
+    expect(r.reason).toBe("service time 120.0 ms at batch 1 on the fastest hardware exceeds the SLO of 100 ms on the path m: model m cannot fit: it alone takes 120.0 ms on cpu, its fastest hardware at batch 1");
   });
 
   it("planner - initialises on the lowest-latency hardware and adds replicas at the bottleneck", () => {
@@ -76,5 +76,70 @@ describe("planner", () => {
     }
     expect(configCostPerHour(profiles, config)).toBeCloseTo(r.costPerHour, 12);
     expect(r.estimatorCalls).toBeGreaterThan(0);
+  });
+
+  // Hand-computed cases (arithmetic in the comments).
+  describe("planner - hand-computed", () => {
+    const cpu = (points: Array<[number, number]>, batchSizes?: number[]) => ({ hardware: "cpu", pricePerHour: 0.1, batchLatencyMs: points, ...(batchSizes ? { batchSizes } : {}) });
+
+    it("planner - Algorithm 1's check names the longest path and, when none alone exceeds the SLO, its slowest model", () => {
+      // a → b (50 ms) and a → c (80 ms), a 30 ms: paths a→b = 30 + 50 = 80, a→c = 30 + 80 = 110 > 100.
+      const p: Pipeline = { name: "d", models: ["a", "b", "c"], edges: [{ from: "a", to: "b" }, { from: "a", to: "c", probability: 0.5 }] };
+      const profiles: ProfileSet = { a: [cpu([[1, 30]])], b: [cpu([[1, 50]])], c: [cpu([[1, 80]]), { hardware: "gpu", pricePerHour: 1, batchLatencyMs: [[1, 90]] }] };
+      const check = serviceTimeCheck(p, profiles, 100);
+      expect(check).toMatchObject({ feasible: false, serviceTimeMs: 110, path: ["a", "c"], latencyMs: { a: 30, b: 50, c: 80 }, hardware: { c: "cpu" } });
+      expect(check.reason).toBe("service time 110.0 ms at batch 1 on the fastest hardware exceeds the SLO of 100 ms on the path a → c: the slowest on it is model c (80.0 ms on cpu); the path takes a 30.0 ms + c 80.0 ms");
+      // The planner says the same, with no estimator call.
+      expect(planPipeline({ pipeline: p, profiles, sloMs: 100, arrivalsMs: evenly(1, 10), routes: new Uint32Array(10) })).toMatchObject({ feasible: false, reason: check.reason, estimatorCalls: 0 });
+      // 110 ≤ 120: feasible; the reason gives the service time.
+      expect(serviceTimeCheck(p, profiles, 120)).toMatchObject({ feasible: true, reason: "service time 110.0 ms (a → c) fits the SLO of 120 ms" });
+      // A label names stages as the caller knows them.
+      expect(serviceTimeCheck(one, { m: [cpu([[1, 120]])] }, 100, (m) => `stage ${m} (model digits-cnn-m)`).reason).toContain("stage m (model digits-cnn-m) cannot fit: it alone takes 120.0 ms on cpu");
+    });
+
+    it("planner - IncreaseBatch goes to the next size that exists as a variant (batchSizes), then a replica goes", () => {
+      // T(1) = 10, T(2) = 12, T(4) = 16, T(8) = 24 ms; only b1 and b8 exist as variants. 100 queries every
+      // 6 ms: λ = 99 / 594 ms = 1/6 per ms.
+      // Algorithm 1: μ(b1) = 1/10 per ms → ⌈(1/6)/(1/10)⌉ = ⌈1.67⌉ = 2 replicas; each query finds a free
+      // replica (a query every 6 ms, each replica busy 10 ms of every 12) → every latency 10 ms ≤ 40.
+      // Algorithm 2, round 1: RemoveReplica (1×b1, $0.1/h) is unstable (ρ = 1.67) → P99 > 40;
+      // IncreaseBatch 2×b8 ($0.2/h, not ×2 = b2: no such variant) is feasible → taken.
+      // Round 2: RemoveReplica → 1×b8: q0 runs 0-10 (10 ms), q1 (at 6) 10-20 (14), then batches of two
+      // every T(2) = 12 ms keep pace with a query every 6 ms: q2 (12) and q3 (18) run 20-32 (20 and 14),
+      // q4 and q5 32-44, … → P99 = 20 ≤ 40 at $0.1/h. Round 3: nothing left (b8 is the largest, 1 replica).
+      const profiles: ProfileSet = { m: [cpu([[1, 10], [2, 12], [4, 16], [8, 24]], [1, 8])] };
+      const arrivals = Array.from({ length: 100 }, (_, i) => 6 * i);
+      const init = initializePlan({ pipeline: one, profiles, sloMs: 40, arrivalsMs: arrivals });
+      expect(init.config).toEqual({ m: { hardware: "cpu", maxBatch: 1, replicas: 2 } });
+      expect(init.p99Ms).toBe(10);
+      const r = planPipeline({ pipeline: one, profiles, sloMs: 40, arrivalsMs: arrivals });
+      expect(r.config).toEqual({ m: { hardware: "cpu", maxBatch: 8, replicas: 1 } });
+      expect(r.steps.slice(1)).toEqual(["IncreaseBatch m = 2×cpu b8: $0.200/h", "RemoveReplica m = 1×cpu b8: $0.100/h"]);
+      expect(r.p99Ms).toBe(20);
+      // Without batchSizes IncreaseBatch doubles (InferLine): b2 is enough, and the plan stops there.
+      const doubled = planPipeline({ pipeline: one, profiles: { m: [cpu([[1, 10], [2, 12], [4, 16], [8, 24]])] }, sloMs: 40, arrivalsMs: arrivals });
+      expect(doubled.steps.slice(1, 3)).toEqual(["IncreaseBatch m = 2×cpu b2: $0.200/h", "RemoveReplica m = 1×cpu b2: $0.100/h"]);
+    });
+
+    it("planner - a cascade: the stability bound scales λ by s_m, the bottleneck gets the replica", () => {
+      // fast (T(1) = 2 ms) → accurate (T(1) = 10 ms) taken by 1 query in 4. A query every 4 ms for 400
+      // queries: λ = 399 / 1596 = 0.25 per ms. fast: ⌈0.25 · 2⌉ = 1 replica (ρ = 0.5); accurate:
+      // ⌈0.25 · 0.25 · 10⌉ = ⌈0.625⌉ = 1 (ρ = 0.625). Every 4th query (mask 1 for q ≡ 3 mod 4) goes on:
+      // accurate gets one query every 16 ms and is busy 10 of them → no queue: latency 2 + 10 = 12 ms for
+      // those, 2 ms for the rest → P99 = 12 ≤ 15, feasible at once with 1 + 1 replicas.
+      const p: Pipeline = { name: "cascade", models: ["fast", "accurate"], edges: [{ from: "fast", to: "accurate", probability: 0.25 }] };
+      const profiles: ProfileSet = { fast: [cpu([[1, 2]])], accurate: [cpu([[1, 10]])] };
+      const arrivals = Array.from({ length: 400 }, (_, i) => 4 * i);
+      const routes = Uint32Array.from({ length: 400 }, (_, i) => (i % 4 === 3 ? 1 : 0));
+      const r = initializePlan({ pipeline: p, profiles, sloMs: 15, arrivalsMs: arrivals, routes });
+      expect(r.config).toEqual({ fast: { hardware: "cpu", maxBatch: 1, replicas: 1 }, accurate: { hardware: "cpu", maxBatch: 1, replicas: 1 } });
+      expect(r.p99Ms).toBe(12);
+      // Every query on to accurate (all masks 1): λ·s = 0.25 per ms against μ = 0.1 → ⌈2.5⌉ = 3 replicas;
+      // a query every 4 ms, each busy 10 ms: three replicas take turns (0-10, 4-14, 8-18, 12-22 on the
+      // first again) → no queue, P99 = 12 again.
+      const all = initializePlan({ pipeline: p, profiles, sloMs: 15, arrivalsMs: arrivals, routes: new Uint32Array(400).fill(1) });
+      expect(all.config!.accurate!.replicas).toBe(3);
+      expect(all.p99Ms).toBe(12);
+    });
   });
 });

@@ -2,7 +2,7 @@
  * `npm run sim -- <command>`: run the paper scenarios and write the reports.
  *
  *   npm run sim -- list
- *   npm run sim -- <scenario> [--trace FILE] [--peak-qps N] [--seed N] [--duration-s N] [--out DIR]
+ *   npm run sim -- <scenario> [--trace FILE] [--peak-qps N] [--seed N] [--duration-s N] [--out DIR] [--predictor NAME]
  *   npm run sim -- all [--seed N]              every registered scenario, then reports/README.md
  *   npm run sim -- readme                      reports/README.md from the reports/*.json present
  *
@@ -12,12 +12,15 @@
  * per chart. Traces (trace.ts): a one-column per-second CSV with a header (`tweets` then one count per
  * line), or a per-minute CSV whose first two columns are `minute,count` (further columns ignored).
  * Without --trace, the bundled Twitter trace (libs/sim/data/twitter_2021-08_per_minute.csv) is read and
- * passed to the scenarios (mark-twitter and combined replay it).
+ * passed to the scenarios (mark-twitter and combined replay it). --predictor chooses the MArk systems'
+ * predictor from the forecaster's registry (libs/policy predictors.ts: auto, the default, last-value,
+ * seasonal-naive, holt-winters, or module:/path/to/predictor.js).
  */
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import { loadPredictor } from "@sloserve/policy";
 import type { Scenario, ScenarioOptions, ScenarioResult } from "./scenario.js";
 import { scenarios } from "./scenarios/index.js";
 import { readme } from "./render/readme.js";
@@ -70,12 +73,13 @@ async function main(argv: string[]): Promise<void> {
       seed: { type: "string", default: "1" },
       "duration-s": { type: "string" },
       out: { type: "string", default: "reports" },
+      predictor: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
   const command = positionals[0];
   if (!command || values.help) {
-    console.log(`usage: npm run sim -- <list|all|readme|scenario> [--trace FILE] [--peak-qps N] [--seed N] [--duration-s N] [--out DIR]\nscenarios: ${scenarios.map((s) => s.name).join(", ")}`);
+    console.log(`usage: npm run sim -- <list|all|readme|scenario> [--trace FILE] [--peak-qps N] [--seed N] [--duration-s N] [--out DIR] [--predictor NAME]\nscenarios: ${scenarios.map((s) => s.name).join(", ")}`);
     return;
   }
   const num = (name: string, v: string | undefined): number | undefined => {
@@ -90,6 +94,7 @@ async function main(argv: string[]): Promise<void> {
   const duration = num("duration-s", values["duration-s"]);
   if (peak !== undefined) options.peakQps = peak;
   if (duration !== undefined) options.durationS = duration;
+  if (values.predictor) options.predictor = await loadPredictor(values.predictor, (path) => import(pathToFileURL(resolve(path)).href));
   if (values.trace) {
     options.tracePath = values.trace;
     options.trace = parseTrace(readFileSync(values.trace, "utf8"));

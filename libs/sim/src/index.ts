@@ -8,3 +8,5 @@ export * from "./trace.js";
 export * from "./systems/infaas.js";
 export * from "./systems/baselines.js";
 export * from "./systems/inferline.js";
+export * from "./scenarios/replay.js";
+export * from "./render/replay.js";

@@ -3,6 +3,7 @@
  * A scenario is pure: it takes parsed options (and trace data already read by the CLI) and returns
  * numbers; the CLI prints the table, writes `reports/<scenario>.json` and draws the charts.
  */
+import type { Predictor } from "@sloserve/policy";
 import type { TraceData } from "./trace.js";
 
 /** One system (policy) measured in a scenario. slo_attainment is a fraction in 0..1. */
@@ -55,6 +56,11 @@ export interface ScenarioOptions {
   peakQps?: number;
   /** Simulated duration in seconds, where the scenario allows choosing it. */
   durationS?: number;
+  /**
+   * The MArk systems' predictor (`--predictor`; libs/policy predictors.ts, the registry the live
+   * forecaster uses; a `module:` one is loaded by the CLI). @default auto
+   */
+  predictor?: Predictor;
 }
 
 export interface Scenario {

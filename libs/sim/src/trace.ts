@@ -5,6 +5,7 @@
  * (further columns, e.g. `missing`, ignored). A zero count is a gap in the data in both (see
  * libs/sim/data/README.md); the scenarios decide what to do with gaps (mark-twitter fills them).
  */
+import { maxRatePerUnit } from "@sloserve/policy";
 
 export interface TraceData {
   /** Width of one bin: 1000 for a per-second file, 60 000 for a per-minute one. */
@@ -44,4 +45,30 @@ export function minuteRates(trace: TraceData): number[] {
     out.push(s / 60);
   }
   return out;
+}
+
+/** What the forecaster sees of a trace: one value per minute, and how it was measured. */
+export interface ForecastSeries {
+  /** Per minute: queries per second (NaN: a gap in the data). */
+  values: number[];
+  /** "max of 5 s windows" (a per-second trace: MArk's measurement) or "mean per minute" (a per-minute trace: the finest it has). */
+  measure: string;
+}
+
+/**
+ * A trace as the forecaster's input (MArk §4.2: per minute, the maximum rate over 5 s windows —
+ * forecast.ts `maxRatePerUnit`): exact for a per-second trace; a per-minute trace has no finer
+ * resolution, so its mean rate per minute stands in. Gaps (a minute with no arrivals at all: a zero
+ * count is a gap in these traces, see parseTrace) are NaN, which forecasters skip and backtests do not
+ * score.
+ */
+export function forecastSeries(trace: TraceData, sampleS = 5): ForecastSeries {
+  if (trace.binMs === 60_000) return { values: trace.counts.map((c) => (c > 0 ? c / 60 : NaN)), measure: "mean per minute" };
+  if (trace.binMs !== 1000) throw new Error(`trace bins of ${trace.binMs} ms: the forecaster's input needs per-second or per-minute counts`);
+  const max = maxRatePerUnit(trace.counts, sampleS, 60);
+  const values = max.map((v, m) => {
+    for (let s = m * 60; s < (m + 1) * 60; s++) if ((trace.counts[s] ?? 0) > 0) return v;
+    return NaN;
+  });
+  return { values, measure: `max of ${sampleS} s windows` };
 }

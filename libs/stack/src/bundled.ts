@@ -69,6 +69,60 @@ export function digitsCascadeSpec(overrides: Partial<PipelineSpecInput> = {}): P
   };
 }
 
+/**
+ * The bundled OCR pipeline (DESIGN §5; docs/PIPELINES.md "The ocr pipeline"): PaddleOCR PP-OCRv4 on an
+ * image sent as itself (`Content-Type: image/png` or `image/jpeg`). Detection (ocr-det) between decoding
+ * and its post-processing; a fan-out of one item per text box; per box, the direction classifier
+ * (ocr-cls) and a conditional edge through a 180° turn when it reads the strip as upside down with a
+ * score above `cls_threshold` (PaddleOCR's cls_thresh); recognition (ocr-rec) and CTC decoding; the join
+ * puts the lines in reading order: `{text, lines}`. The steps are the dispatcher's (ocr-steps.ts), each a
+ * call into libs/ocr, so the answer is `runOcrLocally`'s.
+ *
+ * `expected_share` of the turn (the planner's s_m for it, per box): measured on 200 generated images of
+ * seed 1 (`syntheticSpecs`: 21 of them turned by 180°), the classifier turned 29 of 288 boxes (0.10).
+ * SLO: on a 2-core machine (one CPU worker, variants profiled), 60 generated images of that seed queried
+ * three times each, one at a time, took 162-187 ms at the median and 872-1329 ms at the 99th percentile
+ * (two runs; recognition dominates, ~95 ms per box); four clients at once, 1335-1533 ms: 1500 ms
+ * (docs/PIPELINES.md "The ocr pipeline").
+ */
+export function ocrPipelineSpec(overrides: Partial<PipelineSpecInput> = {}): PipelineSpecInput {
+  return {
+    name: "ocr",
+    description: "PaddleOCR PP-OCRv4: text boxes (ocr-det), each box's direction (ocr-cls: turned by 180° when upside down) and text (ocr-rec); lines in reading order",
+    slo: { p99_ms: 1500 },
+    params: { cls_threshold: 0.9 },
+    inputs: [{ name: "image", datatype: "UINT8", shape: [-1], content_types: ["image/png", "image/jpeg"] }],
+    stages: [
+      { name: "decode", step: "ocr-decode-det", inputs: { image: "input.image" } },
+      { name: "det", model: "ocr-det", inputs: { x: "decode.x" } },
+      { name: "boxes", step: "ocr-boxes", inputs: { map: "det.sigmoid_0.tmp_0", image: "decode.image", scale: "decode.scale" } },
+      { name: "cls-pre", step: "ocr-cls-pre", inputs: { strip: "boxes.strip" } },
+      { name: "cls", model: "ocr-cls", inputs: { x: "cls-pre.x" } },
+      { name: "direction", step: "ocr-direction", inputs: { x: "cls.softmax_0.tmp_0" }, params: { threshold: "$cls_threshold" } },
+      { name: "rotate", step: "ocr-rotate", inputs: { strip: "boxes.strip" } },
+      { name: "rec-pre", step: "ocr-rec-pre", inputs: { strip: ["rotate.strip", "boxes.strip"] } },
+      { name: "rec", model: "ocr-rec", inputs: { x: "rec-pre.x" } },
+      { name: "ctc", step: "ocr-ctc", inputs: { x: "rec.softmax_11.tmp_0" } },
+      { name: "assemble", step: "ocr-assemble", inputs: { text: "ctc.text", score: "ctc.score", box: "boxes.box", rotated: "direction.rotate" } },
+    ],
+    edges: [
+      { from: "decode", to: "det" },
+      { from: "det", to: "boxes" },
+      { from: "boxes", to: "cls-pre" },
+      { from: "cls-pre", to: "cls" },
+      { from: "cls", to: "direction" },
+      { from: "direction", to: "rotate", when: { output: "rotate", reduce: "first", op: "==", value: 1 }, expected_share: 0.1 },
+      { from: "direction", to: "rec-pre" },
+      { from: "rotate", to: "rec-pre" },
+      { from: "rec-pre", to: "rec" },
+      { from: "rec", to: "ctc" },
+      { from: "ctc", to: "assemble" },
+    ],
+    outputs: { text: "assemble.text", lines: "assemble.lines" },
+    ...overrides,
+  };
+}
+
 /** Registers a pipeline over HTTP (`POST /v1/pipelines/{name}`). Returns the HTTP status and body. */
 export async function registerPipelineOverHttp(baseUrl: string, spec: PipelineSpecInput): Promise<{ status: number; body: Record<string, unknown> }> {
   const response = await fetch(`${baseUrl}/v1/pipelines/${encodeURIComponent(spec.name)}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(spec) });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { modelRecordSchema, variantRecordSchema, type ModelRecord, type VariantRecord } from "@sloserve/contracts";
+import { batchingTunedEventSchema, modelRecordSchema, variantRecordSchema, type ModelRecord, type VariantRecord } from "@sloserve/contracts";
 
 const registeredEvent = z.object({ model: modelRecordSchema, variants: z.array(variantRecordSchema) });
 const profiledEvent = z.object({ model: z.string(), variants: z.array(variantRecordSchema), removed: z.array(z.string()).default([]) });
@@ -33,7 +33,7 @@ export class Catalog {
   }
 
   /**
-   * Applies one `registry.event.*` message (registered, unregistered, profiled). Returns false for
+   * Applies one `registry.event.*` message (registered, unregistered, profiled, tuned). Returns false for
    * events it does not keep (e.g. profiling progress). Throws on a malformed event.
    */
   applyEvent(subject: string, body: unknown): boolean {
@@ -47,6 +47,9 @@ export class Catalog {
       const e = profiledEvent.parse(body);
       for (const v of e.variants) this.addVariant(v);
       for (const r of e.removed) this.removeVariant(r);
+    } else if (kind === "tuned") {
+      // Batching re-tuned (new Wbatch): the updated records replace the known ones.
+      for (const v of batchingTunedEventSchema.parse(body).variants) this.addVariant(v);
     } else return false;
     return true;
   }

@@ -10,6 +10,8 @@ import {
   type Hardware,
   pipelineRecordSchema,
   type PipelineRecord,
+  pipelinePlanStatusSchema,
+  type PipelinePlanStatus,
 } from "@sloserve/contracts";
 
 /**
@@ -44,6 +46,7 @@ const key = {
   forecastHistory: (app: string) => `${P}:forecast:${app}:history`,
   pipeline: (name: string) => `${P}:pipeline:${name}`,
   pipelines: `${P}:pipelines`,
+  pipelinePlan: (name: string) => `${P}:pipeline:${name}:plan`,
 };
 
 export class MetadataStore {
@@ -202,7 +205,21 @@ export class MetadataStore {
   async deletePipeline(name: string): Promise<PipelineRecord | undefined> {
     const record = await this.getPipeline(name);
     if (!record) return undefined;
-    await this.redis.multi().del(key.pipeline(name)).srem(key.pipelines, name).exec();
+    await this.redis.multi().del(key.pipeline(name)).del(key.pipelinePlan(name)).srem(key.pipelines, name).exec();
     return record;
+  }
+
+  /** The pipeline controller's current plan of a pipeline (services/model-autoscaler pipelines.ts). */
+  async putPipelinePlan(status: PipelinePlanStatus): Promise<void> {
+    await this.redis.set(key.pipelinePlan(status.pipeline), JSON.stringify(status));
+  }
+
+  async getPipelinePlan(name: string): Promise<PipelinePlanStatus | undefined> {
+    const raw = await this.redis.get(key.pipelinePlan(name));
+    return raw ? pipelinePlanStatusSchema.parse(JSON.parse(raw)) : undefined;
+  }
+
+  async deletePipelinePlan(name: string): Promise<void> {
+    await this.redis.del(key.pipelinePlan(name));
   }
 }

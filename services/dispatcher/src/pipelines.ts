@@ -25,6 +25,8 @@ import {
   checkPipelineSpec,
   compilePipeline,
   pipelineInputSignature,
+  pipelineSloCheck,
+  planningModel,
   resolvePipelineParams,
   type CompiledPipeline,
   type PipelineEnvironment,
@@ -95,6 +97,17 @@ export class PipelineRegistry {
       if (s.app !== undefined && this.catalog.modelsOfApp(s.app).length === 0) reload = true;
     }
     if (reload) await this.catalog.load();
+  }
+
+  /**
+   * InferLine Algorithm 1's check (libs/policy `pipelineSloCheck`, the planner's first step) on the
+   * catalog's profiles: `infeasible` naming the stage that cannot fit when even the longest path at
+   * batch 1 on the fastest variants exceeds the SLO. Passes while a model stage is not profiled yet (the
+   * pipeline controller then reports it in the pipeline's plan once it is).
+   */
+  checkSlo(spec: PipelineSpec): void {
+    const check = pipelineSloCheck(spec, planningModel(spec, (m) => this.catalog.variantsByModel.get(m) ?? []));
+    if (check && !check.feasible) throw new ServeError(ErrorCode.infeasible, check.reason, { path: check.path, service_time_ms: check.serviceTimeMs });
   }
 
   /** The record compiled for running; throws `unknown_model` / `unknown_app` when a stage's model or app is gone. */
@@ -262,6 +275,7 @@ export class PipelineService {
     const parsed = registerPipelineRequestSchema.safeParse(this.body(msg));
     if (!parsed.success) throw new ServeError(ErrorCode.badRequest, `a register request is {"spec": {...}}: ${describeZodError(parsed.error)}`);
     const spec = await checkSpec(parsed.data.spec, this.registry);
+    this.registry.checkSlo(spec);
     const record: PipelineRecord = { spec, registeredAtMs: this.clock.now() };
     if (!(await this.store.createPipeline(record))) throw new ServeError(ErrorCode.pipelineExists, `a pipeline named '${spec.name}' exists; delete it first`);
     this.registry.put(record);
@@ -335,14 +349,16 @@ export class PipelineService {
     const giveUpAtMs = given > 0 ? given : now + (timeoutMs ?? DEFAULT_TIMEOUT_MS);
     const receivedAtMs = Number(h?.get(headers.receivedAt)) || now;
     const sloMs = record.spec.slo.p99_ms;
+    // The pipeline controller's sample run (scale factors at registration) is not the pipeline's traffic.
+    const profiling = h?.get(headers.profiling) === "1";
     let answer;
     try {
       answer = await runPipelineQuery({ compiled, inputs: tensors, params, receivedAtMs, giveUpAtMs, requestId }, this.backend, this.registry.steps, this.clock);
     } catch (err) {
-      this.stats.recordError(name, sloMs);
+      if (!profiling) this.stats.recordError(name, sloMs);
       throw err;
     }
-    this.stats.record(name, sloMs, { latencyMs: answer.latencyMs, missed: answer.missedSlo, visits: answer.visits });
+    if (!profiling) this.stats.record(name, sloMs, { latencyMs: answer.latencyMs, missed: answer.missedSlo, visits: answer.visits });
     // Objects from steps (the OCR pipeline's text and lines) at the top of the answer; one whose name the
     // answer uses itself goes under `values`.
     const clashing = Object.entries(answer.values).filter(([k]) => ANSWER_FIELDS.has(k));

@@ -332,6 +332,11 @@ describe("pipelines - queries", () => {
       expect(a.meta.values).toBeUndefined();
       expect(a.meta.visited).toEqual(top(p) >= 0.9 ? ["fast", "name"] : ["fast", "name", "accurate"]);
     }
+    // An object output named like a field of the answer comes under `values` instead.
+    expect((await registry(subjects.registerPipeline, { spec: { ...words, name: "words-id", outputs: { label: "name.label", id: "name.score" } } })).code).toBeUndefined();
+    const b = await query("words-id", [digit(sure[0]!)]);
+    expect(b.meta.label).toBe(names[argmax(await direct(FAST, digit(sure[0]!)))]);
+    expect(b.meta.values).toEqual({ id: expect.closeTo(top(await direct(FAST, digit(sure[0]!))), 6) });
   });
 
   it("pipelines - an app stage is a model-less query; its error comes back naming the stage", async () => {

@@ -1,13 +1,15 @@
 import { subjects, type ArrivalsReport } from "@sloserve/contracts";
 import type { Bus, Logger } from "@sloserve/bus";
 import type { MetadataStore } from "@sloserve/store";
-import { maxRatePerUnit, planForecast, type ForecastPlanState } from "@sloserve/policy";
+import { maxRatePerUnit, type ForecastPlanState, type Predictor } from "@sloserve/policy";
 
 /**
  * The forecaster (MArk §4.2): sums the dispatchers' per-second arrival reports per app, keeps each
  * unit's (1 min) maximum rate over sample windows (5 s), and after every unit publishes the next
- * `horizon` (60) units' forecast on `forecast.<app>`. The unit history lives in Redis (MetadataStore's
- * forecast history), so a restart keeps what it learnt.
+ * `horizon` (60) units' forecast on `forecast.<app>`, made by the app's predictor (libs/policy
+ * predictors.ts: `auto` unless configured otherwise, or a user's module). The unit history lives in
+ * Redis (MetadataStore's forecast history), so a restart keeps what it learnt; a predictor's own state
+ * (Holt-Winters' fitted parameters) is relearnt.
  */
 
 export interface ForecasterOptions {
@@ -18,6 +20,12 @@ export interface ForecasterOptions {
   season: number;
   /** Units of history kept. */
   keep: number;
+}
+
+/** Which predictor forecasts each app: `byApp[app]`, else `fallback`. */
+export interface PredictorChoice {
+  fallback: Predictor;
+  byApp?: Readonly<Record<string, Predictor>>;
 }
 
 export interface ForecastMessage {
@@ -43,7 +51,13 @@ export class Forecaster {
     private readonly store: MetadataStore,
     private readonly options: ForecasterOptions,
     private readonly log: Logger,
+    private readonly predictors: PredictorChoice,
   ) {}
+
+  /** The predictor that forecasts `app`. */
+  predictorOf(app: string): Predictor {
+    return this.predictors.byApp?.[app] ?? this.predictors.fallback;
+  }
 
   applyArrivals(report: ArrivalsReport): void {
     let perApp = this.seconds.get(report.app);
@@ -53,7 +67,11 @@ export class Forecaster {
     perApp.set(second, (perApp.get(second) ?? 0) + report.arrivals);
   }
 
-  /** Closes the unit ending at `endMs` for every app seen, and publishes each app's forecast. */
+  /**
+   * Closes the unit ending at `endMs` for every app seen, and publishes each app's forecast. An app
+   * whose predictor fails gets no forecast this unit (logged; its history is kept, and consumers ignore
+   * forecasts that grow old); the other apps are not held up.
+   */
   async closeUnit(endMs: number): Promise<ForecastMessage[]> {
     const { unitS, sampleS } = this.options;
     const lastSecond = Math.floor(endMs / 1000) - 1;
@@ -65,7 +83,14 @@ export class Forecaster {
       for (const s of perApp.keys()) if (s <= lastSecond) perApp.delete(s);
       const observed = maxRatePerUnit(counts, sampleS, unitS)[0] ?? 0;
       const history = await this.store.appendForecastHistory(app, observed, this.options.keep);
-      const plan = planForecast(history, { season: this.options.season, horizon: this.options.horizon }, this.states.get(app));
+      const predictor = this.predictorOf(app);
+      let plan;
+      try {
+        plan = predictor.predict(history, { season: this.options.season, horizon: this.options.horizon }, this.states.get(app));
+      } catch (err) {
+        this.log.error({ err, app, predictor: predictor.name, historyUnits: history.length }, "predictor failed: no forecast for this unit");
+        continue;
+      }
       this.states.set(app, plan.state);
       const message: ForecastMessage = { app, atMs: endMs, unitS, sampleS, method: plan.method, observed, values: plan.values.map((v) => Math.round(v * 1000) / 1000), historyUnits: history.length };
       await this.bus.js.publish(subjects.forecast(app), JSON.stringify(message));

@@ -1,7 +1,10 @@
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { z } from "zod";
 import { arrivalsReportSchema, commonEnvSchema, compileOptions, subjects } from "@sloserve/contracts";
 import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
+import { DEFAULT_PREDICTOR, loadPredictor, parsePredictorSpec, parsePredictorsByApp, type Predictor } from "@sloserve/policy";
 import { Forecaster } from "./forecaster.js";
 
 /** forecaster: per-app arrival forecasts (MArk §4.2) on `forecast.<app>`, every unit. */
@@ -16,14 +19,41 @@ const envSchema = commonEnvSchema.extend({
   SEASON: z.coerce.number().int().min(2).default(1440),
   /** Units of history kept. @default 10080 (a week of minutes) */
   KEEP: z.coerce.number().int().min(2).default(10080),
+  /**
+   * The predictor of every app (libs/policy predictors.ts): auto, last-value, seasonal-naive,
+   * holt-winters, or module:/path/to/predictor.js (a user's Forecaster; examples/predictor-recent-peak.js).
+   * @default auto
+   */
+  FORECASTER: z.string().default(DEFAULT_PREDICTOR).superRefine((v, ctx) => {
+    try {
+      parsePredictorSpec(v);
+    } catch (err) {
+      ctx.addIssue({ code: "custom", message: (err as Error).message });
+    }
+  }),
+  /** Per-app predictors, `app=name,app2=module:/path.js`; apps not named use FORECASTER. @default none */
+  FORECASTER_BY_APP: z.string().default("").transform((v, ctx) => {
+    try {
+      return parsePredictorsByApp(v);
+    } catch (err) {
+      ctx.addIssue({ code: "custom", message: (err as Error).message });
+      return z.NEVER;
+    }
+  }),
 });
+
+/** A user's predictor module, by path (relative to the working directory). */
+const importModule = (path: string): Promise<unknown> => import(pathToFileURL(resolve(path)).href);
 
 await runService("forecaster", process.env, async (log) => {
   const options = compileOptions(envSchema, process.env, "forecaster");
   if (options.UNIT_S % options.SAMPLE_S !== 0) throw new Error(`invalid configuration: UNIT_S ${options.UNIT_S} is not a multiple of SAMPLE_S ${options.SAMPLE_S}`);
   const bus = await connectBus({ servers: options.NATS_URL, name: "forecaster", log });
   const store = MetadataStore.connect(options.REDIS_URL);
-  const forecaster = new Forecaster(bus, store, { unitS: options.UNIT_S, sampleS: options.SAMPLE_S, horizon: options.HORIZON, season: options.SEASON, keep: options.KEEP }, log);
+  const fallback = await loadPredictor(options.FORECASTER, importModule);
+  const byApp: Record<string, Predictor> = {};
+  for (const [app, name] of Object.entries(options.FORECASTER_BY_APP)) byApp[app] = await loadPredictor(name, importModule);
+  const forecaster = new Forecaster(bus, store, { unitS: options.UNIT_S, sampleS: options.SAMPLE_S, horizon: options.HORIZON, season: options.SEASON, keep: options.KEEP }, log, { fallback, byApp });
   const sub = bus.nc.subscribe(subjects.arrivalsAll, {
     callback: (_err, msg) => {
       const parsed = arrivalsReportSchema.safeParse(msg.json());
@@ -42,7 +72,7 @@ await runService("forecaster", process.env, async (log) => {
   };
   schedule();
   return {
-    info: { unitS: options.UNIT_S, sampleS: options.SAMPLE_S, horizon: options.HORIZON },
+    info: { unitS: options.UNIT_S, sampleS: options.SAMPLE_S, horizon: options.HORIZON, predictor: fallback.name, predictorByApp: options.FORECASTER_BY_APP },
     async stop() {
       clearTimeout(timer);
       sub.unsubscribe();

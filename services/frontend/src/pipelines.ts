@@ -2,6 +2,7 @@ import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpre
 import {
   ErrorCode,
   ServeError,
+  encodeTensors,
   headers,
   pipelineNameSchema,
   pipelineRecordSchema,
@@ -12,6 +13,7 @@ import { errorFromReply, makeHeaders, type Bus, type Logger } from "@sloserve/bu
 import type { Catalog, MetadataStore } from "@sloserve/store";
 import { pipelineInputSignature, resolvePipelineParams } from "@sloserve/policy";
 import { jsonToWire } from "./infer.js";
+import { acceptFileBodies, fileInput, isJsonType, mediaTypeOf } from "./pipeline-files.js";
 
 /**
  * The pipeline API (InferLine pipelines, DESIGN §3): register, list, show and delete specs (the
@@ -120,7 +122,9 @@ export async function registerPipelineRoutes(app: FastifyInstance<RawServerDefau
   app.get<{ Params: { name: string } }>("/v1/pipelines/:name", async (req) => {
     const record = await recordOr404(req.params.name);
     await ensureKnown(record.spec);
-    return describe(record, catalog);
+    // The pipeline controller's plan (model-autoscaler): planned stages, or why it is infeasible or waiting.
+    const plan = await store.getPipelinePlan(record.spec.name);
+    return { ...describe(record, catalog), plan: plan ?? null };
   });
 
   app.delete<{ Params: { name: string } }>("/v1/pipelines/:name", async (req) => {
@@ -130,18 +134,47 @@ export async function registerPipelineRoutes(app: FastifyInstance<RawServerDefau
     return answer;
   });
 
-  app.post<{ Params: { name: string } }>("/v1/pipelines/:name/infer", async (req, reply) => {
-    const record = await recordOr404(req.params.name);
-    await ensureKnown(record.spec);
-    const signature = pipelineInputSignature(record.spec, { model: (m) => catalog.signature(m), app: (a) => catalog.appSignature(a) });
-    const { payload, timeoutMs } = jsonToWire(req.body, signature);
-    const { timeout_ms: _timeout, ...overrides } = ((req.body as { parameters?: Record<string, unknown> }).parameters ?? {});
-    try {
-      resolvePipelineParams(record.spec, overrides);
-    } catch (err) {
-      throw new ServeError(ErrorCode.badRequest, `pipeline ${record.spec.name}: ${(err as Error).message}`);
-    }
-    const extra = Object.keys(overrides).length > 0 ? { [headers.pipelineParams]: JSON.stringify(overrides) } : {};
-    return reply.type("application/json").send(await ask(subjects.inferPipeline(record.spec.name), payload, req.id, timeoutMs, extra));
+  // Queries: Open Inference Protocol JSON, or for a pipeline whose one input takes a file (the ocr
+  // pipeline's image) the file itself as the body (pipeline-files.ts; its parsers in this scope only).
+  await app.register(async (scope) => {
+    acceptFileBodies(scope);
+    scope.post<{ Params: { name: string } }>("/v1/pipelines/:name/infer", async (req, reply) => {
+      const record = await recordOr404(req.params.name);
+      await ensureKnown(record.spec);
+      const type = mediaTypeOf(req.headers["content-type"]);
+      let payload: Uint8Array;
+      let timeoutMs: number | undefined;
+      let overrides: Record<string, unknown>;
+      if (isJsonType(type)) {
+        const signature = pipelineInputSignature(record.spec, { model: (m) => catalog.signature(m), app: (a) => catalog.appSignature(a) });
+        ({ payload, timeoutMs } = jsonToWire(req.body, signature));
+        const { timeout_ms: _timeout, ...rest } = (req.body as { parameters?: Record<string, unknown> }).parameters ?? {};
+        overrides = rest;
+      } else {
+        payload = encodeTensors([fileInput(record.spec.name, type, req.body, record.spec.inputs)]);
+        // A file body has no room for parameters: they come in the header, as over NATS.
+        overrides = paramsHeader(req.headers[headers.pipelineParams]);
+      }
+      try {
+        resolvePipelineParams(record.spec, overrides);
+      } catch (err) {
+        throw new ServeError(ErrorCode.badRequest, `pipeline ${record.spec.name}: ${(err as Error).message}`);
+      }
+      const extra = Object.keys(overrides).length > 0 ? { [headers.pipelineParams]: JSON.stringify(overrides) } : {};
+      return reply.type("application/json").send(await ask(subjects.inferPipeline(record.spec.name), payload, req.id, timeoutMs, extra));
+    });
   });
+}
+
+/** Pipeline parameters from the `x-pipeline-params` header (a JSON object), or none. */
+function paramsHeader(value: string | string[] | undefined): Record<string, unknown> {
+  if (value === undefined) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Array.isArray(value) ? value.join(",") : value);
+  } catch {
+    throw new ServeError(ErrorCode.badRequest, `header ${headers.pipelineParams} is not valid JSON`);
+  }
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new ServeError(ErrorCode.badRequest, `header ${headers.pipelineParams} must be a JSON object`);
+  return parsed as Record<string, unknown>;
 }

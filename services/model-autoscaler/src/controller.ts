@@ -10,6 +10,7 @@ import {
   type ModelActionsConfig,
   type ModelActionsState,
   type ModelAutoscalerConfig,
+  type VariantFloor,
   type VariantProfile,
   type VariantRuns,
   type WorkerRuns,
@@ -22,7 +23,8 @@ import {
  * runs too: the autoscaler's decisions, swaps, commands in flight, placement elsewhere, escalation)
  * and carries out the actions it returns, in order: decisions on `decision.model.<worker>` with their
  * reasons (a hold only when its reason changes), commands on `scale.model.<worker>`, requests for
- * workers on `scale.vm`. Time comes from the injected clock.
+ * workers on `scale.vm`. Pipeline plans' replica counts (pipelines.ts, `setFloors`) go in as floors:
+ * placed when missing, never removed. Time comes from the injected clock.
  */
 
 export interface ModelAutoscalerControllerOptions {
@@ -74,6 +76,8 @@ export class ModelAutoscalerController {
   private state: ModelActionsState | undefined;
   /** Last hold reason published per worker and model. */
   private readonly lastHold = new Map<string, string>();
+  /** Pipeline plans' replicas per variant (pipelines.ts), by pipeline: floors under the autoscaler. */
+  private readonly floors = new Map<string, readonly VariantFloor[]>();
 
   constructor(
     private readonly bus: Bus,
@@ -131,6 +135,25 @@ export class ModelAutoscalerController {
     }
   }
 
+  /**
+   * Sets (or, with none, clears) a pipeline's floors: the instances of each variant its plan or its
+   * Tuner wants. The next tick places what is missing and keeps them (libs/policy model-actions step 3b).
+   */
+  setFloors(pipeline: string, floors: readonly VariantFloor[]): void {
+    if (floors.length === 0) this.floors.delete(pipeline);
+    else this.floors.set(pipeline, floors);
+  }
+
+  /** Every pipeline's floors. */
+  currentFloors(): VariantFloor[] {
+    return [...this.floors.values()].flat();
+  }
+
+  /** What each worker runs now, from the latest reports (the pipeline controller reads replicas from it). */
+  workerRuns(): WorkerRuns[] {
+    return [...this.reports.values()].map(({ report, seenAtMs }) => workerRunsFromReport(report, seenAtMs));
+  }
+
   private sloByModel(nowMs: number): Record<string, number> {
     const out: Record<string, number> = {};
     for (const [model, s] of this.slo) if (nowMs - s.atMs <= SLO_MEMORY_MS) out[model] = s.ms;
@@ -158,6 +181,7 @@ export class ModelAutoscalerController {
       autoscaler: this.options.autoscaler ?? {},
       config: this.options.actions ?? {},
       state: this.state,
+      floors: this.currentFloors(),
     });
     this.state = state;
     for (const a of actions) {

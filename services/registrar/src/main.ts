@@ -1,6 +1,7 @@
 import { z } from "zod";
 import {
   REGISTRAR_QUEUE,
+  arrivalsReportSchema,
   commonEnvSchema,
   hardwareSchema,
   compileOptions,
@@ -13,11 +14,13 @@ import {
 import { connectBus, replyError, runService, systemClock } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
 import { registerModel, unregisterModel } from "./register.js";
+import { BatchTuner } from "./batching.js";
 import { quantizeWeightsInt8 } from "@sloserve/onnx";
 
 /**
  * registrar: registers models (`registry.request.register`) and removes them
- * (`registry.request.unregister`), answering each request with the result or an error code.
+ * (`registry.request.unregister`), answering each request with the result or an error code; and tunes
+ * the variants' Wbatch to their models' tightest SLO (MArk §4.3, batching.ts).
  */
 const envSchema = commonEnvSchema.extend({
   /** Hardware kinds to generate variants for, comma-separated. @default cpu,gpu,inferentia */
@@ -40,6 +43,10 @@ const envSchema = commonEnvSchema.extend({
     .pipe(z.array(z.number().int().min(1).max(256)).min(1)),
   /** Queue profiling jobs at registration. @default true */
   PROFILE_ON_REGISTER: z.enum(["true", "false"]).default("true").transform((v) => v === "true"),
+  /** Tune each profiled variant's Wbatch to its model's tightest SLO (MArk §4.3); false keeps the generator's 0. @default true */
+  BATCH_TUNING: z.enum(["true", "false"]).default("true").transform((v) => v === "true"),
+  /** How long a model's tightest SLO is kept against looser ones, ms. @default 60000 */
+  SLO_MEMORY_MS: z.coerce.number().int().min(1000).default(60_000),
 });
 
 await runService("registrar", process.env, async (log) => {
@@ -59,6 +66,28 @@ await runService("registrar", process.env, async (log) => {
   const bus = await connectBus({ servers: options.NATS_URL, name: "registrar", log });
   const store = MetadataStore.connect(options.REDIS_URL);
   const encode = (v: unknown): string => JSON.stringify(v);
+
+  /** The tuner's inputs: every dispatcher's arrival reports (SLOs) and profiling results. */
+  const followBatchTuning = (tuner: BatchTuner) => [
+    bus.nc.subscribe(subjects.arrivalsAll, {
+      callback: (err, msg) => {
+        if (err) return log.error({ err }, "arrivals subscription error");
+        try {
+          const parsed = arrivalsReportSchema.safeParse(msg.json());
+          if (!parsed.success) return log.warn({ subject: msg.subject, error: describeZodError(parsed.error) }, "ignoring a malformed arrivals report");
+          void tuner.applyArrivals(parsed.data);
+        } catch (e) {
+          log.warn({ err: e, subject: msg.subject }, "ignoring an arrivals report that is not JSON");
+        }
+      },
+    }),
+    bus.nc.subscribe(subjects.modelProfiled("*"), {
+      callback: (err, msg) => {
+        if (err) return log.error({ err }, "profiled-event subscription error");
+        void tuner.applyProfiled(msg.subject.split(".")[3] ?? "");
+      },
+    }),
+  ];
 
   const register = bus.nc.subscribe(subjects.registerModel, {
     queue: REGISTRAR_QUEUE,
@@ -103,8 +132,12 @@ await runService("registrar", process.env, async (log) => {
     },
   });
 
+  const tuning = options.BATCH_TUNING ? followBatchTuning(new BatchTuner(bus, store, systemClock, log, { sloMemoryMs: options.SLO_MEMORY_MS })) : [];
+
   return {
+    info: { batchTuning: options.BATCH_TUNING },
     async stop() {
+      for (const sub of tuning) sub.unsubscribe();
       register.unsubscribe();
       unregister.unsubscribe();
       await bus.close();

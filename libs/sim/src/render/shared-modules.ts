@@ -73,8 +73,14 @@ const ROWS: Row[] = [
   {
     module: "pipeline.ts, pipeline-spec.ts, pipeline-run.ts, estimator.ts, planner.ts, tuner.ts, baselines-cg.ts, baselines-autoscale.ts",
     decides: "InferLine: routing of a pipeline query (`pipelineRoute`), specs checked and compiled into route graphs, a live query's route (`PipelineRun`: conditions, fan-out, join), Estimator, Planner, Tuner; CG and AutoScale baselines",
-    service: "dispatcher (pipelines.ts, pipeline-run.ts: `PipelineRun`, which routes with `pipelineRoute`), frontend (input signature, parameters)",
+    service: "dispatcher (pipelines.ts, pipeline-run.ts: `PipelineRun`, which routes with `pipelineRoute`), frontend (input signature, parameters), model-autoscaler (pipelines.ts: the Planner at registration and periodically, `tunerStep` every second)",
     simulator: "systems/inferline.ts (pipelineRoute, profiles), scenarios/inferline-*.ts (plans with the Estimator, judged on the engine)",
+  },
+  {
+    module: "pipeline-control.ts",
+    decides: "InferLine live: a spec and the catalog's variants as the Planner's inputs (model stages, measured scale factors, per-variant profiles), Algorithm 1's check at registration (`pipelineSloCheck`), a plan or the Tuner's replicas as variant floors",
+    service: "model-autoscaler (pipelines.ts), dispatcher (registration: `pipelineSloCheck`)",
+    simulator: "— (the scenarios build their profiles by hand and call planner.ts and tuner.ts directly)",
   },
   { module: "mix-optimizer.ts", decides: "INFaaS Table 3's cheapest mix of variants", service: "—", simulator: "scenarios/infaas-table3.ts" },
   {

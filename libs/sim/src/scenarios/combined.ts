@@ -23,7 +23,7 @@
  * The InferLine Tuner is not part of this comparison: it scales the stages of a pipeline, and these
  * are single-model queries (inferline-rate-change measures it).
  */
-import { SelectionIndex, maxRatePerUnit, pricePerSecond, tuneBatching, type BatchTuning, type VariantProfile } from "@sloserve/policy";
+import { SelectionIndex, maxRatePerUnit, pricePerSecond, tunedBatching, type BatchTuning, type VariantProfile } from "@sloserve/policy";
 import { Simulator, type MachineOptions, type Query } from "../engine.js";
 import type { Scenario, ScenarioResult } from "../scenario.js";
 import { installInfaas } from "../systems/infaas.js";
@@ -47,7 +47,7 @@ const MODEL_LOAD_MS = 10_000;
  */
 export function ec2Variants(m: MarkModel): VariantProfile[] {
   return m.instances.flatMap((p) => {
-    const b = tuneBatching({ latencyMs: p.latencyMs, sloMs: m.sloMs, maxBatch: p.maxBatch });
+    const b = tunedBatching(p, m.sloMs);
     if (b.nbatch <= 0) return [];
     const latencyMs: Record<number, number> = {};
     for (let k = 1; k <= b.nbatch; k++) latencyMs[k] = p.latencyMs(k);
@@ -121,7 +121,7 @@ export function runInfaas(models: MarkModel[], load: MarkWorkload, seed: number)
   }
   const first = models[0]!;
   const batching: Record<string, BatchTuning> = {};
-  for (const p of first.instances) batching[p.type] = tuneBatching({ latencyMs: p.latencyMs, sloMs: first.sloMs, maxBatch: p.maxBatch });
+  for (const p of first.instances) batching[p.type] = tunedBatching(p, first.sloMs);
   return {
     system: "infaas", sim: res, ec2Dollars: res.costDollars, lambdaDollars: 0, lambdaShare: 0, perMinute, interruptions: 0, monitorLaunches: 0,
     batching, forecaster: "none", perLane,
@@ -151,10 +151,11 @@ export const combined: Scenario = {
     const byShare = (share: number, seed: number): number[] => historyFromRates((load.historyMeanQps ?? []).map((x) => x * share), seed);
     const modelLessHistory = [byShare(1 - STRICT_SHARE, options.seed + 11), byShare(STRICT_SHARE, options.seed + 12)];
     const season = 1440;
+    const predictor = options.predictor ? { predictor: options.predictor } : {};
     const runs = [
-      runMark({ system: "mark-ondemand", models: [nasnet()], init, seed: options.seed, rates: load.rates, history: [load.history], season }),
+      runMark({ system: "mark-ondemand", models: [nasnet()], init, seed: options.seed, rates: load.rates, history: [load.history], season, ...predictor }),
       runInfaas(models, load, options.seed),
-      runMark({ system: "combined", models, init, select, seed: options.seed, rates: load.rates, history: modelLessHistory, season }),
+      runMark({ system: "combined", models, init, select, seed: options.seed, rates: load.rates, history: modelLessHistory, season, ...predictor }),
     ];
     const result = markResult("combined", runs, "No paper runs this combination. For reference: MArk alone is 2.4-3.6× cheaper than a SageMaker-style baseline at 98% SLO " +
       "(Table 5); INFaaS's model-less selection saves up to 21.6× against a fixed GPU variant when cheaper variants suffice (§6.2) and keeps SLO violations < 4% (§6.1).",

@@ -20,3 +20,5 @@ import { inferlineRateChange } from "./inferline-rate-change.js";
 scenarios.push(inferlineRateChange);
 import { combined } from "./combined.js";
 scenarios.push(combined);
+import { replayScenario } from "./replay.js";
+scenarios.push(replayScenario);

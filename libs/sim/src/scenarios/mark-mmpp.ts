@@ -68,6 +68,6 @@ export const markMmpp: Scenario = {
       [
         "Arrivals are Poisson within each second at the MMPP's rate for that second (a state change inside a second is time-averaged).",
         "SageMaker runs ml.c5.large at 1.4× the EC2 price; instances start 200 s after the launch request.",
-      ]);
+      ], options.predictor);
   },
 };

@@ -6,14 +6,16 @@
  *
  * MArk (`mark-ondemand`, `mark-spot`, and the provisioning of `combined`), per lane:
  * - one request queue served by every instance of the lane (heterogeneous types, each with its
- *   batching from batch-tuning.ts: MArk §4.3); queries that can no longer meet their deadline when a
+ *   batching and capacity from batch-tuning.ts `tunedBatching`, the rule the live registrar tunes Wbatch
+ *   with: MArk §4.3); queries that can no longer meet their deadline when a
  *   batch starts are shed to Lambda (the engine's `shedLate`);
  * - per query on arrival, overflow.ts decides local vs Lambda (queue ahead / μ* + Wbatch + T(b) against
  *   the SLO: MArk §4.1's Bouncer), its input mapped from the ready replicas by `overflowInputFor`, the
  *   mapping the live dispatcher uses;
  * - every minute: the per-minute max arrival rate (5 s samples, forecast.ts) is appended to the lane's
- *   history, the live forecaster's rule (forecast-plan.ts `planForecast`: last value, seasonal-naive or
- *   Holt-Winters refitted every 60 minutes, by the history's length) forecasts the next 60 minutes and
+ *   history, the run's predictor from the registry the live forecaster uses (predictors.ts; `auto` by
+ *   default: forecast-plan.ts `planForecast`, last value, seasonal-naive or Holt-Winters refitted every
+ *   60 minutes, by the history's length; `--predictor` chooses another) forecasts the next 60 minutes and
  *   provisioning.ts (MArk Algorithm 1) plans for t0 + 5 min; launches happen at once, destroys under the 6-plan limit;
  * - every 10 s: the reactive SLO monitor (slo-monitor.ts) may launch one c5.large (or the lane's
  *   cheapest type when c5.large cannot serve the model); the launch is added to the latest plan so that
@@ -31,11 +33,11 @@
  * included), Lambda per request and GB-second.
  */
 import {
-  createRng, decideOverflow, overflowInputFor, initialProvisioningState, initialSloMonitorState, planForecast,
+  builtinPredictor, createRng, decideOverflow, overflowInputFor, initialProvisioningState, initialSloMonitorState,
   initialTargetTrackingState, interpolateBatchLatency, maxRatePerUnit, observeRequests, planProvisioning,
-  pricePerSecond, sampleExponential, samplePoisson, sloMonitorTick, targetTracking, tuneBatching,
-  type BatchTuning, type ForecastPlanState, type InstanceTypeSpec, type OverflowCapacity, type ProvisioningState, type SloMonitorState,
-  type TargetTrackingState,
+  pricePerSecond, sampleExponential, samplePoisson, sloMonitorTick, targetTracking, tunedBatching,
+  type BatchTuning, type ForecastPlanState, type InstanceTypeSpec, type OverflowCapacity, type Predictor, type ProvisioningState, type SloMonitorState,
+  type TargetTrackingState, DEFAULT_PREDICTOR,
 } from "@sloserve/policy";
 import { Simulator, drop, type Machine, type Query, type Queue, type SimResult } from "../engine.js";
 import { MARK_BATCHING, MARK_CAPACITIES, MARK_TABLE2 } from "../hardware.js";
@@ -116,6 +118,8 @@ export interface MarkRunInput {
   history: number[][];
   /** Season of the history for Holt-Winters (minutes). */
   season: number;
+  /** The forecaster's predictor (libs/policy predictors.ts, as the live forecaster's `FORECASTER`). @default auto */
+  predictor?: Predictor;
 }
 
 export interface MarkRunResult {
@@ -154,7 +158,7 @@ interface Lane {
   fleet: Fleet[];
   perSecond: number[];
   history: number[];
-  /** The forecaster's state (libs/policy planForecast, the rule the live forecaster service runs). */
+  /** The predictor's state (what it learnt: Holt-Winters' fitted parameters), kept per lane as the live forecaster keeps it per app. */
   forecast: ForecastPlanState;
   /** The method of the last forecast. */
   method: string;
@@ -204,7 +208,7 @@ export function runMark(input: MarkRunInput): MarkRunResult {
 
   const lanes: Lane[] = input.models.map((model, i) => {
     const batching: Record<string, BatchTuning> = {};
-    for (const p of model.instances) batching[p.type] = tuneBatching({ latencyMs: p.latencyMs, sloMs: model.sloMs, maxBatch: p.maxBatch });
+    for (const p of model.instances) batching[p.type] = tunedBatching(p, model.sloMs);
     const types: InstanceTypeSpec[] = model.instances.map((p) => ({
       name: p.type, pricePerHour: pricePerSecond(p.type, market) * 3600, capacityQps: batching[p.type]!.throughputQps,
       meetsSlo: batching[p.type]!.nbatch > 0, spot,
@@ -264,9 +268,10 @@ export function runMark(input: MarkRunInput): MarkRunResult {
 
   let interruptions = 0;
   let monitorLaunches = 0;
-  /** The next 60 minutes' max rates, by the live forecaster's rule (planForecast: method choice, refits). */
+  /** The next 60 minutes' max rates, by the run's predictor (the live forecaster's registry; auto: planForecast's method choice and refits). */
+  const predictor = input.predictor ?? builtinPredictor(DEFAULT_PREDICTOR);
   const forecastOf = (lane: Lane): number[] => {
-    const plan = planForecast(lane.history, { season: input.season, horizon: 60 }, lane.forecast);
+    const plan = predictor.predict(lane.history, { season: input.season, horizon: 60 }, lane.forecast);
     lane.forecast = plan.state;
     lane.method = plan.method;
     return plan.values;

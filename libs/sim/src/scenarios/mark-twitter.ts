@@ -13,7 +13,7 @@
  * flash-crowd spikes. Three days before the window are the forecaster's history; the window starts at
  * 06:00 of the fourth day (the morning ramp).
  */
-import { createRng, lowerQuantileSorted, median } from "@sloserve/policy";
+import { createRng, lowerQuantileSorted, median, type Predictor } from "@sloserve/policy";
 import type { Scenario, ScenarioOptions, ScenarioResult } from "../scenario.js";
 import { minuteRates } from "../trace.js";
 import type { RateSchedule } from "../workload.js";
@@ -106,11 +106,11 @@ export function twitterWorkload(options: ScenarioOptions, peakQps: number, minut
   };
 }
 
-export function runMarkScenario(name: string, load: MarkWorkload, seed: number, season: number, paper: string, notes: string[]): ScenarioResult {
+export function runMarkScenario(name: string, load: MarkWorkload, seed: number, season: number, paper: string, notes: string[], predictor?: Predictor): ScenarioResult {
   const model = inceptionV3();
   const history = load.history;
   const systems: MarkSystem[] = ["sagemaker-2x", "mark-ondemand", "mark-spot"];
-  const runs = systems.map((system) => runMark({ system, models: [model], seed, rates: load.rates, history: [history], season }));
+  const runs = systems.map((system) => runMark({ system, models: [model], seed, rates: load.rates, history: [history], season, ...(predictor ? { predictor } : {}) }));
   const b = runs[1]!.batching;
   return markResult(name, runs, paper, [
     `Workload: ${load.source}; ${(load.rates.rates.length * load.rates.binMs) / 60_000} minutes measured, forecaster ${runs[1]!.forecaster} on ${history.length} minutes of history.`,
@@ -134,6 +134,6 @@ export const markTwitter: Scenario = {
         "SageMaker runs ml.c5.large at 1.4× the EC2 price (SageMaker hosting premium); without the premium its cost would be divided by 1.4.",
         "Instances start 200 s after the launch request (billed from the request); the first minute starts with each policy's fleet up.",
         "Spot: spot prices from the price table (about 30% of on-demand); interruptions drawn with a 6 h mean lifetime per spot instance (an assumption that exercises the 2-minute notice path).",
-      ]);
+      ], options.predictor);
   },
 };

@@ -19,9 +19,13 @@
  *   capacity) over the last period; the rule averages it over its window. Queries still waiting on an
  *   unloaded variant are routed again.
  * - **VM autoscaler** (every 2 s): {@link planMachines}, the machine plan the vm-autoscaler service
- *   runs (INFaaS's rules; MArk's predictive plan and SLO monitor stay idle here: this system has no
- *   forecaster and no SLO samples); a machine lost with `sim.killMachine` stops heartbeating and is
- *   replaced with the variants it ran. Every machine is the autoscaler's own (it may terminate any).
+ *   runs (INFaaS's rules; MArk's predictive plan and SLO monitor only with `forecasts` and
+ *   `sloMonitor`, as the live-replay scenario runs it); a machine lost with `sim.killMachine` stops
+ *   heartbeating and is replaced with the variants it ran. Every machine is the autoscaler's own (it
+ *   may terminate any) unless `unmanagedWorkers` says the initial ones are not (a stack's own workers).
+ * - **Overflow** (with `overflow`): per query routed to a variant, the live dispatcher's decision
+ *   (libs/policy `overflowInputFor` + `decideOverflow`, from the variant's ready replicas, or its
+ *   loading ones with their load latency when none is ready) sends it to the function pool instead.
  *
  * Modes: "infaas" (all of it), "horizontal" (SM+: one fixed variant, replicas only), "static"
  * (Clipper+: pre-loaded instances, no scaling).
@@ -53,9 +57,16 @@ import {
   type VmAutoscalerConfig,
   type VariantRuns,
   type WorkerRuns,
+  type AppForecast,
+  type AppSloSample,
+  type MachinePlanConfig,
+  type OverflowCapacity,
+  decideOverflow,
+  overflowInputFor,
+  profiledLatencyAt,
 } from "@sloserve/policy";
 import { drop, type Simulator } from "../engine.js";
-import type { Machine, MachineOptions, Queue, Replica } from "../entities.js";
+import type { FunctionPool, Machine, MachineOptions, Query, Queue, Replica } from "../entities.js";
 import { replicaOptionsFor } from "../hardware.js";
 
 export type InfaasMode = "infaas" | "horizontal" | "static";
@@ -91,6 +102,18 @@ export interface InfaasSystemOptions {
   vmPeriodMs?: number;
   /** Most log entries kept. @default 5000 */
   maxLog?: number;
+  /** The machine plan's other settings (cool-down, billing minimum, plan period, SLO monitor…), as the vm-autoscaler's env sets them. @default {} */
+  planConfig?: Partial<Omit<MachinePlanConfig, "vm">>;
+  /** Per kind, what the plan is told beyond the template (its bootMs: the vm-autoscaler's BOOT_TIME_MS; min/max workers). */
+  kinds?: Readonly<Record<string, Partial<MachineKind>>>;
+  /** The forecasts the VM autoscaler has at each tick (`forecast.<app>`, latest per app). @default none */
+  forecasts?: (nowMs: number) => readonly AppForecast[];
+  /** Feed the plan's SLO monitor with the queries served or shed by the workers since the last tick (the workers' reports). @default false */
+  sloMonitor?: boolean;
+  /** The initial workers were not launched by the autoscaler (a stack's own): never terminated. @default false */
+  unmanagedWorkers?: boolean;
+  /** Serverless overflow: the function pool and a callback per query sent to it. @default none */
+  overflow?: { pool: FunctionPool; onOverflow?: (q: Query, nowMs: number) => void };
 }
 
 export interface DecisionLogEntry {
@@ -130,6 +153,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   }
   const index = new SelectionIndex(opts.variants);
   const machines: Machine[] = opts.workers.map((w) => sim.launchMachine({ ...w, bootMs: 0 }));
+  const unmanaged = new Set<Machine>(opts.unmanagedWorkers ? machines : []);
   const templates: Record<string, MachineOptions> = { ...(opts.templates ?? {}) };
   for (const w of opts.workers) templates[w.kind] ??= w;
 
@@ -215,16 +239,57 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     }
     return { outcome: "deferred", reason: `no ${kindOf(v)} machine has room; asked the VM autoscaler for one` };
   };
-  sim.setRouter((q, _from, cause) => {
-    if (cause === "served") return null;
-    if (cause === "late") return drop("deadline: cannot finish within the SLO");
+  /** SLO outcomes of the queries the workers served or shed since the last VM tick, per app (the workers' reports). */
+  let sloSamples = new Map<string, AppSloSample>();
+  const sample = (app: string, missed: boolean): void => {
+    const s = sloSamples.get(app) ?? { app, total: 0, missed: 0 };
+    s.total++;
+    if (missed) s.missed++;
+    sloSamples.set(app, s);
+  };
+  /** Tightest latency SLO per app and when it was last seen (the dispatchers' arrival reports). */
+  const sloSeen = new Map<string, { sloMs: number; atMs: number }>();
+  const overflowCapacity = (v: VariantProfile, instances: number): OverflowCapacity => ({ instances, peakQpsPerInstance: v.peakQps, wbatchMs: opts.waitMs ?? 0, batchLatencyMs: profiledLatencyAt(v.latencyMs, v.batchSize) });
+  sim.setRouter((q, from, cause) => {
+    if (cause === "served") {
+      if (from !== null && opts.sloMonitor && from !== opts.overflow?.pool) sample(q.app, sim.nowMs - q.arrivalMs > q.sloMs);
+      return null;
+    }
+    if (cause === "late") {
+      if (opts.sloMonitor) sample(q.app, true);
+      return drop("deadline: cannot finish within the SLO");
+    }
+    if (cause === "arrival") {
+      const seen = sloSeen.get(q.app);
+      if (!seen || q.sloMs <= seen.sloMs || sim.nowMs - seen.atMs > 60_000) sloSeen.set(q.app, { sloMs: q.sloMs, atMs: sim.nowMs });
+    }
     req.latencyMs = q.sloMs;
     req.minAccuracy = q.minAccuracy;
     if (Number.isFinite(q.maxCostPerQuery)) req.maxCostPerQuery = q.maxCostPerQuery;
     else if (req.maxCostPerQuery !== undefined) delete req.maxCostPerQuery; // (a delete per query is slow)
     // The live dispatcher's decision (libs/policy selectForApp), with this simulator's placement.
     const d = selectForApp(index, q.app, req, sim.nowMs, placeLoad);
-    return d.kind === "route" ? queueOf(d.variant.name) : drop(d.reason);
+    if (d.kind !== "route") return drop(d.reason);
+    const queue = queueOf(d.variant.name);
+    if (opts.overflow && cause === "arrival") {
+      // The live dispatcher's decision, from what serves the variant now (or what is loading).
+      const ready = queue.replicas.filter((r) => r.state === "ready").length;
+      const loading = queue.replicas.filter((r) => r.state === "loading").length;
+      const o = decideOverflow(
+        overflowInputFor({
+          serving: ready > 0 ? [overflowCapacity(d.variant, ready)] : [],
+          ...(loading > 0 ? { starting: { capacity: [overflowCapacity(d.variant, loading)], inMs: d.variant.loadLatencyMs } } : {}),
+          queueAhead: queue.length,
+          nowMs: sim.nowMs,
+          deadlineMs: q.arrivalMs + q.sloMs,
+        }),
+      );
+      if (o.action === "overflow") {
+        opts.overflow.onOverflow?.(q, sim.nowMs);
+        return opts.overflow.pool;
+      }
+    }
+    return queue;
   });
 
   // ------------------------------------------------------------------ monitor + model autoscaler
@@ -374,7 +439,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   // ------------------------------------------------------------------ VM autoscaler
   let vmState: MachinePlanState = emptyMachinePlanState();
   const kinds: Record<string, MachineKind> = {};
-  for (const [k, t] of Object.entries(templates)) kinds[k] = { instanceType: t.type, pricePerHour: t.pricePerS * 3600, bootMs: t.bootMs ?? 0, resources: t.resources ?? {} };
+  for (const [k, t] of Object.entries(templates)) kinds[k] = { instanceType: t.type, pricePerHour: t.pricePerS * 3600, bootMs: t.bootMs ?? 0, resources: t.resources ?? {}, ...(opts.kinds?.[k] ?? {}) };
   /** What each machine ran, remembered at every tick (the metadata store), to restore a lost one. */
   const lostVariants = new Map<Machine, string[]>();
   const vmTick = (nowMs: number): void => {
@@ -395,6 +460,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         }
       }
       const st = [...labels].map((l) => states.get(l)?.state);
+      const apps = [...new Set([...labels].map((l) => profiles.get(l)?.app ?? ""))].filter((a) => a !== "").sort();
       return {
         name: m.name,
         kind: m.kind,
@@ -406,7 +472,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         capacityQps,
         lastHeartbeatMs: m.failed ? (m.billedToMs ?? nowMs) : nowMs,
         variants: m.failed ? (lostVariants.get(m) ?? []) : [...labels],
-        managed: true,
+        apps,
+        managed: !unmanaged.has(m),
         launchedAtMs: m.billedFromMs,
       };
     });
@@ -417,7 +484,24 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     }
     const pending = pendingPlacements.splice(0);
     pendingVariants.clear();
-    const res = planMachines({ nowMs, workers: views, kinds, pending, loadQpsByKind, config: { vm: opts.vmConfig ?? {} }, state: vmState });
+    const sloMsByApp: Record<string, number> = {};
+    for (const [app, s] of sloSeen) if (nowMs - s.atMs <= 60_000) sloMsByApp[app] = s.sloMs;
+    const slo = opts.sloMonitor ? [...sloSamples.values()] : [];
+    sloSamples = new Map();
+    const res = planMachines({
+      nowMs,
+      workers: views,
+      kinds,
+      pending,
+      loadQpsByKind,
+      ...(opts.forecasts ? { forecasts: opts.forecasts(nowMs) } : {}),
+      ...(opts.sloMonitor ? { slo } : {}),
+      catalog: opts.variants,
+      sloMsByApp,
+      kindOf,
+      config: { ...(opts.planConfig ?? {}), vm: opts.vmConfig ?? {} },
+      state: vmState,
+    });
     vmState = res.state;
     for (const d of res.decisions) {
       if (d.action === "hold" || d.action === "plan") continue;

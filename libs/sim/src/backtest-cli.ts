@@ -1,0 +1,125 @@
+/**
+ * `npm run forecast:backtest`: how well the forecaster's predictors forecast real traces (DESIGN §3).
+ *
+ *   npm run forecast:backtest -- --trace FILE [--predictor NAME[,NAME…]] [--season N] [--horizon 60] [--lead 5] [--start N] [--every N]
+ *   npm run forecast:backtest -- --all [--traces-dir ../shared/traces] [--out reports]
+ *
+ * One row per (trace, predictor): MAPE, RMSE and the under-provision rate of the forecast made `lead`
+ * minutes earlier (libs/policy forecast-backtest.ts). Predictors are the registry's names (auto,
+ * last-value, seasonal-naive, holt-winters) or `module:/path/to/predictor.js` (a user's Forecaster,
+ * examples/predictor-recent-peak.js); without --predictor, every built-in one. Traces: trace.ts formats
+ * (per-second `tweets` counts, or per-minute `minute,count,…`); a per-second trace is reduced to the
+ * forecaster's input exactly (per-minute maximum of 5 s windows), a per-minute one gives its mean rate.
+ *
+ * --all runs the standard table — the shipped Twitter trace (libs/sim/data) and the traces in
+ * --traces-dir (the per-second Twitter trace and the Azure Functions aggregate; a file with the same
+ * bytes as one already listed is skipped) — with every built-in predictor and the example module,
+ * prints it and writes <out>/forecast-backtest.json; `npm run sim -- readme` then puts it in
+ * reports/README.md.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { BUILTIN_PREDICTORS, loadPredictor, type Predictor } from "@sloserve/policy";
+import { backtestReport, backtestTable, runForecastBacktests, type BacktestTrace, type ForecastBacktestOptions } from "./forecast-backtest.js";
+import { textTable } from "./render/table.js";
+import { DEFAULT_TWITTER_TRACE, parseTrace } from "./trace.js";
+
+const importModule = (path: string): Promise<unknown> => import(pathToFileURL(resolve(path)).href);
+const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+/** The files --all looks for in --traces-dir, in report order. */
+const SHARED_TRACES = ["twitter_2021-08_per_second.csv", "twitter_2021-08_per_minute.csv", "azure_functions_2019_sample1000_aggregate_per_minute.csv"];
+const EXAMPLE_PREDICTOR = "module:examples/predictor-recent-peak.js";
+
+function num(name: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a whole number ≥ 0, got "${v}"`);
+  return n;
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      trace: { type: "string", multiple: true },
+      predictor: { type: "string" },
+      season: { type: "string" },
+      horizon: { type: "string" },
+      lead: { type: "string" },
+      start: { type: "string" },
+      every: { type: "string" },
+      all: { type: "boolean", default: false },
+      "traces-dir": { type: "string", default: "../shared/traces" },
+      out: { type: "string", default: "reports" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help || (!values.all && !values.trace)) {
+    console.log("usage: npm run forecast:backtest -- --trace FILE [--predictor NAME[,NAME…]] [--season 1440] [--horizon 60] [--lead 5] [--start N] [--every 1]\n" +
+      "       npm run forecast:backtest -- --all [--traces-dir ../shared/traces] [--out reports]\n" +
+      `predictors: ${BUILTIN_PREDICTORS.join(", ")}, module:/path/to/predictor.js`);
+    if (!values.help) process.exitCode = 2;
+    return;
+  }
+  const options: ForecastBacktestOptions = {};
+  const season = num("season", values.season);
+  const horizon = num("horizon", values.horizon);
+  const lead = num("lead", values.lead);
+  const start = num("start", values.start);
+  const every = num("every", values.every);
+  if (season !== undefined) options.season = season;
+  if (horizon !== undefined) options.horizon = horizon;
+  if (lead !== undefined) options.lead = lead;
+  if (start !== undefined) options.start = start;
+  if (every !== undefined) options.every = every;
+
+  const names = values.predictor ? values.predictor.split(",").map((s) => s.trim()).filter(Boolean) : [...BUILTIN_PREDICTORS, ...(values.all ? [EXAMPLE_PREDICTOR] : [])];
+  const predictors: Predictor[] = [];
+  for (const n of names) predictors.push(await loadPredictor(n, importModule));
+
+  const notes: string[] = [];
+  const files: string[] = [...(values.trace ?? [])];
+  if (values.all) {
+    files.push(join(REPO_ROOT, DEFAULT_TWITTER_TRACE));
+    const dir = resolve(values["traces-dir"] ?? "../shared/traces");
+    for (const f of SHARED_TRACES) {
+      const path = join(dir, f);
+      if (existsSync(path)) files.push(path);
+      else notes.push(`${f} not found in ${dir}: not in this table.`);
+    }
+  }
+  const traces: BacktestTrace[] = [];
+  const seen = new Map<string, string>();
+  for (const path of files) {
+    const bytes = readFileSync(path);
+    const hash = createHash("sha256").update(bytes).digest("hex");
+    const same = seen.get(hash);
+    if (same) {
+      notes.push(`${basename(path)} has the same bytes as ${same}: its rows are those of ${same}.`);
+      continue;
+    }
+    seen.set(hash, basename(path));
+    traces.push({ name: basename(path), trace: parseTrace(bytes.toString("utf8")) });
+  }
+  const t0 = performance.now();
+  const rows = runForecastBacktests(traces, predictors, options);
+  console.log(textTable(backtestTable(rows)));
+  for (const n of notes) console.log(`- ${n}`);
+  console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+  if (values.all) {
+    const outDir = resolve(values.out ?? "reports");
+    mkdirSync(outDir, { recursive: true });
+    const path = join(outDir, "forecast-backtest.json");
+    const which = `Predictors: ${names.join(", ")}${names.includes(EXAMPLE_PREDICTOR) ? " (the module is the example user predictor, examples/predictor-recent-peak.js: the peak of the last 15 minutes or of the same minutes a day before, + 10%)" : ""}.`;
+    writeFileSync(path, JSON.stringify(backtestReport(rows, { ...options, notes: [which, ...notes] }), null, 2));
+    console.log(`wrote ${path}; \`npm run sim -- readme\` puts it in ${join(outDir, "README.md")}`);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exitCode = 1;
+});

@@ -1,0 +1,498 @@
+/**
+ * Live replay, the simulator's side (`npm run replay`, scripts/replay.ts; docs/ARCHITECTURE.md "Live
+ * replay"): a real trace, time-compressed by K, through the INFaaS system with MArk's predictive plan,
+ * SLO monitor and serverless overflow — the rules the live stack runs — on machines priced and booting
+ * like the local worker provider. The live side drives the real stack with the same arrival times;
+ * both report the same figures, dollars in trace time.
+ *
+ * **Compression.** Trace minute m is replayed during [m/K, (m+1)/K) real minutes, at the trace's
+ * per-minute rate scaled so that the window's busiest minute runs at `peakQps` (real queries per
+ * second: the load level is real, only the calendar is compressed). Gap minutes (zero, or under 5% of
+ * the window's median: the Twitter trace's daily gap) take the previous minute's rate, as mark-twitter
+ * does. Arrivals within a minute are Poisson (workload.ts `traceArrivals`), drawn once from `seed`: the
+ * live replayer sends exactly these times and the simulator replays them.
+ *
+ * The control loops' time settings are compressed by K ({@link replayConfig}): the VM's boot delay,
+ * the cool-down, the billing minimum, the plan period, the SLO monitor's period, the forecaster's unit,
+ * the functions' keep-alive — each its trace-time value / K, with floors where the service cannot go
+ * lower: the forecaster's unit is whole seconds (the dispatchers report arrivals once a second), so
+ * above K = 60 one unit spans K/60 trace minutes on both sides. What is not compressed: queries (their
+ * SLO, latencies, cold starts, an executor process's start), the services' 1-2 s ticks and the
+ * heartbeat timeout. Money: instances are billed for their real lifetime × K (trace seconds), per
+ * second with EC2's 60 s minimum counted in trace seconds ({@link traceDollars}); function invocations
+ * are billed as they ran (their duration is not compressed).
+ *
+ * Pure: takes the trace, the settings, the variants and the measured boot and cold-start times.
+ */
+import { createRng, ec2Cost, lambdaCost, maxRatePerUnit, planForecast, pricePerSecond, quantile, type AppForecast, type ForecastPlanState, type VariantProfile } from "@sloserve/policy";
+import { Simulator, type Machine, type MachineOptions } from "../engine.js";
+import { installInfaas } from "../systems/infaas.js";
+import type { Chart, Scenario, ScenarioResult } from "../scenario.js";
+import { minuteRates, type TraceData } from "../trace.js";
+import { ReplayArrivals, arrivalTimes, traceArrivals, type RateSchedule } from "../workload.js";
+
+/** Trace-time values of the compressed settings (what a day of real operation would use). */
+export const TRACE_TIME = {
+  /** A VM's boot before the executor starts, s (the local provider's BOOT_DELAY_MS stands for it). */
+  vmBootS: 60,
+  /** INFaaS's idle time and MArk's plan history (COOLDOWN_MS). */
+  cooldownS: 300,
+  /** EC2's billing minimum (BILLING_MINIMUM_MS). */
+  billingMinimumS: 60,
+  /** MArk's prediction unit and plan period (the forecaster's UNIT_S, PLAN_PERIOD_MS). */
+  unitS: 60,
+  /** MArk's SLO monitor period (SLO_PERIOD_MS). */
+  sloPeriodS: 10,
+  /** Function keep-alive (FUNCTION_KEEP_ALIVE_MS): today's Lambda recycles idle instances after 5-15 min. */
+  functionKeepAliveS: 600,
+} as const;
+
+export interface ReplayOptions {
+  /** K: trace seconds per real second. */
+  speedup: number;
+  app: string;
+  sloMs: number;
+  minAccuracy: number;
+  /** Workers of the stack's own (never terminated). @default 1 */
+  staticWorkers?: number;
+  /** CPU workers in all. @default 4 */
+  maxWorkers?: number;
+  /** Threads of every worker. @default 1 */
+  workerThreads?: number;
+  /** @default "c5.xlarge" */
+  instanceType?: string;
+  /** Local function pool size. @default 4 */
+  functionPoolSize?: number;
+  /** @default 2048 */
+  functionMemoryMb?: number;
+}
+
+/** Every setting both sides run with (real time, ms, unless said). */
+export interface ReplayConfig extends Required<ReplayOptions> {
+  bootDelayMs: number;
+  /** What the plan counts a launch to first heartbeat as (the vm-autoscaler's default for local: boot delay + 5 s). */
+  planBootMs: number;
+  cooldownMs: number;
+  billingMinimumMs: number;
+  planPeriodMs: number;
+  sloPeriodMs: number;
+  /** Forecaster: unit and sample window (whole seconds), units per season (a trace day), horizon. */
+  unitS: number;
+  sampleS: number;
+  season: number;
+  horizon: number;
+  functionKeepAliveMs: number;
+}
+
+export function replayConfig(o: ReplayOptions): ReplayConfig {
+  const problems: string[] = [];
+  if (!(o.speedup >= 1)) problems.push(`speedup must be ≥ 1, got ${o.speedup}`);
+  if (!(o.sloMs > 0)) problems.push(`sloMs must be > 0, got ${o.sloMs}`);
+  if (!(o.minAccuracy >= 0 && o.minAccuracy <= 1)) problems.push(`minAccuracy must be in [0, 1], got ${o.minAccuracy}`);
+  if (problems.length > 0) throw new Error(`invalid replay settings: ${problems.join("; ")}`);
+  const k = o.speedup;
+  const unitS = Math.max(1, Math.round(TRACE_TIME.unitS / k));
+  const bootDelayMs = Math.round((TRACE_TIME.vmBootS * 1000) / k);
+  return {
+    staticWorkers: 1,
+    maxWorkers: 4,
+    workerThreads: 1,
+    instanceType: "c5.xlarge",
+    functionPoolSize: 4,
+    functionMemoryMb: 2048,
+    ...o,
+    bootDelayMs,
+    planBootMs: bootDelayMs + 5000,
+    cooldownMs: Math.round((TRACE_TIME.cooldownS * 1000) / k),
+    billingMinimumMs: Math.round((TRACE_TIME.billingMinimumS * 1000) / k),
+    planPeriodMs: unitS * 1000,
+    sloPeriodMs: Math.max(1, Math.round((TRACE_TIME.sloPeriodS * 1000) / k)),
+    unitS,
+    sampleS: unitS >= 5 && unitS % 5 === 0 ? 5 : 1,
+    season: Math.max(2, Math.round(86_400 / (k * unitS))),
+    horizon: 60,
+    functionKeepAliveMs: Math.max(1000, Math.round((TRACE_TIME.functionKeepAliveS * 1000) / k)),
+  };
+}
+
+/** The live stack's environment for these settings: for every service, and the vm-autoscaler's own. */
+export function replayStackEnv(c: ReplayConfig): { all: Record<string, string>; vmAutoscaler: Record<string, string> } {
+  return {
+    all: {
+      OVERFLOW: "local",
+      FUNCTION_POOL_SIZE: String(c.functionPoolSize),
+      FUNCTION_MEMORY_MB: String(c.functionMemoryMb),
+      FUNCTION_KEEP_ALIVE_MS: String(c.functionKeepAliveMs),
+      UNIT_S: String(c.unitS),
+      SAMPLE_S: String(c.sampleS),
+      SEASON: String(c.season),
+      HORIZON: String(c.horizon),
+      KEEP: String(Math.max(2 * c.season + c.horizon, 100)),
+    },
+    vmAutoscaler: {
+      BOOT_DELAY_MS: String(c.bootDelayMs),
+      BOOT_TIME_MS: String(c.planBootMs),
+      COOLDOWN_MS: String(c.cooldownMs),
+      BILLING_MINIMUM_MS: String(c.billingMinimumMs),
+      PLAN_PERIOD_MS: String(c.planPeriodMs),
+      SLO_PERIOD_MS: String(c.sloPeriodMs),
+      CPU_INSTANCE_TYPE: c.instanceType,
+      COST_EVERY_MS: "1000",
+    },
+  };
+}
+
+export interface ReplayWindow {
+  startMinute: number;
+  minutes: number;
+  peakQps: number;
+}
+
+export interface ReplaySchedule {
+  /** Real-time rates: bins of 60 000 / K ms, queries per second. */
+  schedule: RateSchedule;
+  /** Per trace minute of the window: the trace's rate (queries/s, gaps filled) and the replayed rate. */
+  traceQps: number[];
+  replayQps: number[];
+  gapMinutes: number;
+  durationMs: number;
+}
+
+/** A minute below this share of the window's median rate is a gap (as mark-twitter). */
+const GAP_SHARE_OF_MEDIAN = 0.05;
+
+/** The window of the trace, gaps filled, scaled to peakQps, compressed by K. */
+export function replaySchedule(trace: TraceData, w: ReplayWindow, speedup: number): ReplaySchedule {
+  const all = minuteRates(trace);
+  if (!(w.minutes >= 1) || w.startMinute < 0 || w.startMinute + w.minutes > all.length) {
+    throw new Error(`the trace has ${all.length} whole minutes: minutes ${w.startMinute} … ${w.startMinute + w.minutes - 1} are not all in it`);
+  }
+  if (!(w.peakQps > 0)) throw new Error(`peakQps must be > 0, got ${w.peakQps}`);
+  const rates = all.slice(w.startMinute, w.startMinute + w.minutes);
+  const positive = rates.filter((r) => r > 0).sort((a, b) => a - b);
+  if (positive.length === 0) throw new Error(`minutes ${w.startMinute} … ${w.startMinute + w.minutes - 1} of the trace are all gaps`);
+  const gapBelow = GAP_SHARE_OF_MEDIAN * quantile(positive, 0.5);
+  let gapMinutes = 0;
+  const firstReal = rates.find((r) => r > gapBelow) ?? 0;
+  for (let i = 0; i < rates.length; i++) {
+    if ((rates[i] ?? 0) > gapBelow) continue;
+    gapMinutes++;
+    rates[i] = i > 0 ? (rates[i - 1] ?? 0) : firstReal;
+  }
+  const max = Math.max(...rates);
+  const replayQps = rates.map((r) => (r * w.peakQps) / max);
+  const binMs = 60_000 / speedup;
+  return { schedule: { binMs, rates: replayQps }, traceQps: rates, replayQps, gapMinutes, durationMs: binMs * rates.length };
+}
+
+/** The arrival times (ms from the window's start) both sides use. */
+export function replayArrivals(s: ReplaySchedule, seed: number): number[] {
+  return arrivalTimes(traceArrivals(s.schedule), createRng(seed));
+}
+
+/** An instance's lifetime, real ms, for billing. */
+export interface BilledInstance {
+  pricePerHour: number;
+  launchedAtMs: number;
+  endedAtMs: number | null;
+}
+
+/**
+ * Dollars in trace time: each instance's lifetime inside [fromMs, toMs] × K, billed per trace second
+ * with EC2's 60 s minimum (libs/policy `ec2Cost`).
+ */
+export function traceDollars(instances: readonly BilledInstance[], speedup: number, fromMs: number, toMs: number): number {
+  let sum = 0;
+  for (const i of instances) {
+    const start = Math.max(fromMs, i.launchedAtMs);
+    const end = Math.min(toMs, i.endedAtMs ?? toMs);
+    if (end < start || i.launchedAtMs > toMs) continue;
+    sum += ec2Cost(i.pricePerHour / 3600, 0, (end - start) * speedup);
+  }
+  return sum;
+}
+
+/** The figures each side reports (replay.json's `live` and `sim`). */
+export interface ReplaySummary {
+  queries: number;
+  answered: number;
+  failed: number;
+  /** Answered within the SLO / queries. */
+  slo_attainment: number;
+  /** p99 latency of the answered queries, ms. */
+  p99_ms: number;
+  /** Machines the autoscaler launched (trace-time billing) + function invocations, $. */
+  cost_dollars: number;
+  machine_dollars: number;
+  function_dollars: number;
+  /** The never-terminated workers of the stack, billed over the window in trace time (the same on both sides), $. */
+  static_dollars: number;
+  /** Answered by a function / queries. */
+  overflow_share: number;
+  /** Most workers up at once (heartbeating; the static ones included). */
+  workers_max: number;
+  /** Workers the autoscaler launched in the window. */
+  launches: number;
+  failed_by_code: Record<string, number>;
+}
+
+/** Per real second of the window. */
+export interface ReplaySideSeries {
+  /** Queries sent (arrivals) per second. */
+  load: number[];
+  /** The latest forecast for the next unit, queries/s (NaN before the first). */
+  forecast: number[];
+  /** Workers up. */
+  workers: number[];
+  /** Queries sent to functions. */
+  overflow: number[];
+  /** Answered after their SLO or failed (counted when their outcome is known). */
+  misses: number[];
+}
+
+export interface ReplaySimInput {
+  config: ReplayConfig;
+  arrivalsMs: readonly number[];
+  durationMs: number;
+  /** The app's profiled variants (the live registry's). */
+  variants: readonly VariantProfile[];
+  /** Instances loaded at the start (what the live static workers run after the warm-up). */
+  preload?: ReadonlyArray<{ variant: string; count: number }>;
+  /** Launch to first heartbeat of a launched worker, ms (measured live; else the plan's figure). */
+  bootMs: number;
+  /** Function invocation: cold start (process start, runtime, model load) and warm execution, ms. */
+  functionColdStartMs: number;
+  functionWarmMs: number;
+  seed: number;
+}
+
+export interface ReplaySimResult {
+  summary: ReplaySummary;
+  series: ReplaySideSeries;
+  /** The autoscalers' decisions with their reasons (the first 5000). */
+  log: Array<{ tMs: number; source: string; action: string; reason: string }>;
+}
+
+/** The simulator's side of a replay. */
+export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
+  const c = input.config;
+  const seconds = Math.ceil(input.durationMs / 1000);
+  const sim = new Simulator({ seed: input.seed, durationMs: input.durationMs, drainMs: 60_000 });
+  const pricePerS = pricePerSecond(c.instanceType);
+  const worker: MachineOptions = { type: c.instanceType, kind: "cpu", pricePerS, bootMs: input.bootMs, resources: { threads: c.workerThreads }, billingMinimumS: c.billingMinimumMs / 1000 };
+  const variants = input.variants.filter((v) => v.app === c.app && v.hardware === "cpu" && v.profiled);
+  if (variants.length === 0) throw new Error(`no profiled CPU variant of app ${c.app} to simulate`);
+
+  // The forecaster (services/forecaster): per-second arrivals → each unit's max rate → planForecast.
+  const perSecond = new Array<number>(seconds + 1).fill(0);
+  const history: number[] = [];
+  let forecastState: ForecastPlanState = {};
+  let latest: AppForecast | undefined;
+  const unitMs = c.unitS * 1000;
+  sim.every(
+    unitMs,
+    (nowMs) => {
+      // Closes the unit that ended a second ago (the service waits a second for the last reports).
+      const endS = Math.round((nowMs - 1000) / 1000);
+      const counts = perSecond.slice(Math.max(0, endS - c.unitS), endS);
+      while (counts.length < c.unitS) counts.unshift(0);
+      history.push(maxRatePerUnit(counts, c.sampleS, c.unitS)[0] ?? 0);
+      const plan = planForecast(history, { season: c.season, horizon: c.horizon }, forecastState);
+      forecastState = plan.state;
+      latest = { app: c.app, atMs: endS * 1000, stepMs: unitMs, values: plan.values };
+    },
+    unitMs + 1000,
+  );
+
+  const overflowPerSecond = new Array<number>(seconds + 1).fill(0);
+  const pool = sim.addFunctionPool({
+    name: "functions",
+    latencyMs: input.functionWarmMs,
+    coldStartMs: input.functionColdStartMs,
+    keepAliveMs: c.functionKeepAliveMs,
+    memoryGb: c.functionMemoryMb / 1024,
+    maxConcurrency: c.functionPoolSize,
+  });
+  const system = installInfaas(sim, {
+    mode: "infaas",
+    variants,
+    workers: Array.from({ length: c.staticWorkers }, () => worker),
+    templates: { cpu: worker },
+    unmanagedWorkers: true,
+    ...(input.preload ? { preload: input.preload } : {}),
+    sloMsByModel: Object.fromEntries(variants.map((v) => [v.model, c.sloMs])),
+    monitorWindowMs: 5000,
+    vmConfig: { minWorkersPerKind: c.staticWorkers, maxWorkersPerKind: c.maxWorkers },
+    planConfig: { cooldownMs: c.cooldownMs, billingMinimumMs: c.billingMinimumMs, planPeriodMs: c.planPeriodMs, sloPeriodMs: c.sloPeriodMs },
+    kinds: { cpu: { bootMs: c.planBootMs, resources: { threads: c.workerThreads, memoryBytes: Infinity } } },
+    forecasts: () => (latest ? [latest] : []),
+    sloMonitor: true,
+    overflow: { pool, onOverflow: (_q, nowMs) => void (overflowPerSecond[Math.floor(nowMs / 1000)]! += 1) },
+  });
+
+  const workers: number[] = [];
+  const forecast: number[] = [];
+  const initial = new Set<Machine>(sim.machines);
+  sim.every(
+    1000,
+    () => {
+      workers.push(sim.machines.filter((m) => m.state === "running").length);
+      forecast.push(latest?.values[0] ?? NaN);
+    },
+    1000,
+  );
+  sim.addStream({
+    app: c.app,
+    sloMs: c.sloMs,
+    minAccuracy: c.minAccuracy,
+    process: new ReplayArrivals(input.arrivalsMs),
+    init: (q) => void (perSecond[Math.floor(q.arrivalMs / 1000)]! += 1),
+  });
+  const res = sim.run();
+
+  const launched = sim.machines.filter((m) => !initial.has(m));
+  const machineDollars = traceDollars(
+    launched.map((m) => ({ pricePerHour: m.pricePerS * 3600, launchedAtMs: m.billedFromMs, endedAtMs: m.billedToMs })),
+    c.speedup,
+    0,
+    input.durationMs,
+  );
+  const functionDollars = res.functionCostDollars;
+  const failedByCode: Record<string, number> = {};
+  for (const [reason, n] of Object.entries(res.droppedByReason)) failedByCode[reason] = n;
+  const summary: ReplaySummary = {
+    queries: res.arrivals,
+    answered: res.completed,
+    failed: res.dropped,
+    slo_attainment: res.sloAttainment,
+    p99_ms: res.latencyMs.p99,
+    cost_dollars: machineDollars + functionDollars,
+    machine_dollars: machineDollars,
+    function_dollars: functionDollars,
+    static_dollars: staticDollars(c, input.durationMs),
+    overflow_share: res.arrivals > 0 ? res.functionInvocations / res.arrivals : 0,
+    workers_max: Math.max(c.staticWorkers, ...workers),
+    launches: launched.length,
+    failed_by_code: failedByCode,
+  };
+  const pad = (a: readonly number[]): number[] => Array.from({ length: seconds }, (_, i) => a[i] ?? 0);
+  return {
+    summary,
+    series: { load: pad(res.series.arrivals), forecast: Array.from({ length: seconds }, (_, i) => forecast[i] ?? NaN), workers: pad(workers), overflow: pad(overflowPerSecond), misses: pad(res.series.missed) },
+    log: system.log.map((e) => ({ ...e })),
+  };
+}
+
+/** The stack's own workers over the window, in trace time (the same on both sides). */
+export function staticDollars(c: ReplayConfig, durationMs: number): number {
+  return c.staticWorkers * traceDollars([{ pricePerHour: pricePerSecond(c.instanceType) * 3600, launchedAtMs: 0, endedAtMs: durationMs }], c.speedup, 0, durationMs);
+}
+
+/** A side's function cost from invocation durations (the local pool prices them as Lambda would). */
+export function functionDollars(durationsMs: readonly number[], memoryMb: number): number {
+  return durationsMs.reduce((s, d) => s + lambdaCost(d, memoryMb / 1024), 0);
+}
+
+// ---------------------------------------------------------------------------------------- charts
+
+export interface ReplaySeriesRow {
+  /** Real second of the window, and the trace minute it replays. */
+  t_s: number;
+  trace_minute: number;
+  live?: { load: number; forecast: number | null; workers: number; overflow: number; misses: number };
+  sim: { load: number; forecast: number | null; workers: number; overflow: number; misses: number };
+}
+
+/** replay.json's `series`: per real second, live beside sim. */
+export function replaySeriesRows(startMinute: number, speedup: number, sim: ReplaySideSeries, live?: ReplaySideSeries): ReplaySeriesRow[] {
+  const n = Math.max(sim.load.length, live?.load.length ?? 0);
+  const row = (s: ReplaySideSeries, i: number): ReplaySeriesRow["sim"] => ({
+    load: s.load[i] ?? 0,
+    forecast: Number.isFinite(s.forecast[i]) ? (s.forecast[i] as number) : null,
+    workers: s.workers[i] ?? 0,
+    overflow: s.overflow[i] ?? 0,
+    misses: s.misses[i] ?? 0,
+  });
+  return Array.from({ length: n }, (_, i) => ({
+    t_s: i,
+    trace_minute: startMinute + Math.floor((i * speedup) / 60),
+    ...(live ? { live: row(live, i) } : {}),
+    sim: row(sim, i),
+  }));
+}
+
+/** The scenario's line charts (one per figure, both sides), for `npm run sim -- replay` and the README. */
+export function replayCharts(id: string, rows: readonly ReplaySeriesRow[]): Chart[] {
+  const metrics = ["load", "forecast", "workers", "overflow", "misses"] as const;
+  const label: Record<(typeof metrics)[number], string> = { load: "queries/s", forecast: "forecast queries/s", workers: "workers up", overflow: "to functions /s", misses: "SLO misses /s" };
+  return metrics.map((m) => ({
+    id: `${id}-${m}`,
+    title: `${label[m]} (per second of replay)`,
+    xLabel: "trace minute",
+    yLabel: label[m],
+    kind: "line" as const,
+    series: (["live", "sim"] as const).flatMap((side) =>
+      rows.some((r) => r[side]) ? [{ name: side, points: rows.map((r): [number, number] => [r.t_s, r[side]?.[m] ?? NaN]) }] : [],
+    ),
+  }));
+}
+
+// ---------------------------------------------------------------------------------------- scenario
+
+/**
+ * The MLP scripts/replay.ts registers by default (784 → 4096 → 4096 → 10, batch 1, one thread), as
+ * its profile came out on the 2-core development machine: `npm run sim -- replay` uses it when no live
+ * registry is at hand. Measured figures; replay.json carries the profile of each live run.
+ */
+export const REPLAY_DEFAULT_PROFILE: VariantProfile = {
+  name: "heavy-mlp--cpu-fp32-b1-t1",
+  model: "heavy-mlp",
+  app: "heavy",
+  hardware: "cpu",
+  batchSize: 1,
+  accuracy: 0,
+  latencyMs: { 1: 14 },
+  peakQps: 71,
+  loadLatencyMs: 400,
+  pricePerS: pricePerSecond("c5.xlarge") / 4,
+  profiled: true,
+  resources: { threads: 1, memoryBytes: 90e6 },
+};
+
+export const REPLAY_DEFAULTS = { app: "heavy", sloMs: 250, minAccuracy: 0, peakQps: 90, speedup: 144, startMinute: 0, minutes: 1440 } as const;
+
+export const replayScenario: Scenario = {
+  name: "replay",
+  description: "the live replay's simulator side alone: a trace day compressed 144× through INFaaS + MArk's plan, SLO monitor and overflow on local-provider machines",
+  run(options): ScenarioResult {
+    const trace = options.trace ?? { binMs: 60_000, counts: Array.from({ length: 1440 }, (_, m) => 3000 + 2000 * Math.sin((m / 1440) * 2 * Math.PI) ** 2) };
+    const config = replayConfig({ speedup: REPLAY_DEFAULTS.speedup, app: REPLAY_DEFAULTS.app, sloMs: REPLAY_DEFAULTS.sloMs, minAccuracy: REPLAY_DEFAULTS.minAccuracy });
+    const window = { startMinute: REPLAY_DEFAULTS.startMinute, minutes: Math.min(REPLAY_DEFAULTS.minutes, minuteRates(trace).length), peakQps: options.peakQps ?? REPLAY_DEFAULTS.peakQps };
+    const s = replaySchedule(trace, window, config.speedup);
+    const r = runReplaySim({
+      config,
+      arrivalsMs: replayArrivals(s, options.seed),
+      durationMs: s.durationMs,
+      variants: [REPLAY_DEFAULT_PROFILE],
+      preload: [{ variant: REPLAY_DEFAULT_PROFILE.name, count: 1 }],
+      bootMs: config.planBootMs,
+      functionColdStartMs: 2000,
+      functionWarmMs: 20,
+      seed: options.seed,
+    });
+    const rows = replaySeriesRows(window.startMinute, config.speedup, r.series);
+    return {
+      scenario: "replay",
+      paper: "No paper figure: the live replay (npm run replay) compares this simulation with the running stack on the same arrivals; docs/ARCHITECTURE.md \"Live replay\" has the measured table.",
+      systems: [{ name: "sim", ...r.summary }],
+      table: [{ system: "sim", queries: r.summary.queries, "SLO %": round(r.summary.slo_attainment * 100, 2), "p99 ms": round(r.summary.p99_ms, 1), "cost $": round(r.summary.cost_dollars, 4), "to functions %": round(r.summary.overflow_share * 100, 2), "workers max": r.summary.workers_max }],
+      charts: replayCharts("replay", rows),
+      notes: [
+        `Trace ${options.tracePath ?? "(synthetic diurnal)"} minutes ${window.startMinute} … ${window.startMinute + window.minutes - 1} (${s.gapMinutes} gap minutes filled), peak ${window.peakQps} qps, compressed ${config.speedup}× into ${round(s.durationMs / 60_000, 1)} min.`,
+        `Variant profile: ${REPLAY_DEFAULT_PROFILE.name} (${REPLAY_DEFAULT_PROFILE.peakQps} qps, ${REPLAY_DEFAULT_PROFILE.latencyMs[1]} ms); boot ${config.planBootMs} ms; function cold start 2000 ms.`,
+      ],
+    };
+  },
+};
+
+const round = (x: number, d: number): number => Math.round(x * 10 ** d) / 10 ** d;

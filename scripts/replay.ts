@@ -1,0 +1,463 @@
+import { mkdirSync, readFileSync, writeFileSync, createWriteStream, existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import cliProgress from "cli-progress";
+import { connect, headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { contentTypes, costSummarySchema, decodeTensors, encodeTensors, forecastMessageSchema, headers, subjects, workerReportSchema, type CostSummary, type VariantRecord } from "@sloserve/contracts";
+import { createRng, quantile, toVariantProfile, type VariantProfile } from "@sloserve/policy";
+import {
+  DEFAULT_TWITTER_TRACE,
+  REPLAY_DEFAULTS,
+  parseTrace,
+  renderReplaySvg,
+  replayArrivals,
+  replayConfig,
+  replaySchedule,
+  replaySeriesRows,
+  replayStackEnv,
+  runReplaySim,
+  staticDollars,
+  traceDollars,
+  type ReplayConfig,
+  type ReplaySideSeries,
+  type ReplaySummary,
+} from "@sloserve/sim";
+import { REPO_ROOT, digitsModels, ocrModels, registerOverHttp, startStack, waitForProfiles, type BundledModel, type Stack } from "@sloserve/stack";
+import { Network, exportNetwork } from "@sloserve/zoo";
+
+/**
+ * `npm run replay`: a real trace, time-compressed, through the running stack and through the simulator
+ * (libs/sim scenarios/replay.ts) with the same arrivals, policy and settings; writes DIR/replay.json
+ * ({live, sim, series}), DIR/replay.svg and the decisions of both sides. docs/ARCHITECTURE.md "Live
+ * replay" explains the choices and has the measured table.
+ *
+ * Without --base it starts its own stack (libs/stack, as `npm start` does) with the compressed
+ * settings, registers the app's model and waits for its profile; with --base it drives a stack you
+ * started with those settings (the env it prints), over the NATS server given by --nats or found in
+ * .run/nats/nats.conf (npm start's).
+ */
+
+const USAGE = `usage: npm run replay -- --out DIR [--trace FILE] [--speedup K] [--start-minute S] [--minutes M]
+       [--peak-qps Q] [--app APP] [--slo-ms MS] [--min-accuracy A] [--base URL [--nats URL]]
+       [--max-workers N] [--seed N] [--no-progress]`;
+
+const { values } = parseArgs({
+  options: {
+    trace: { type: "string", default: DEFAULT_TWITTER_TRACE },
+    speedup: { type: "string", default: String(REPLAY_DEFAULTS.speedup) },
+    "start-minute": { type: "string", default: String(REPLAY_DEFAULTS.startMinute) },
+    minutes: { type: "string", default: String(REPLAY_DEFAULTS.minutes) },
+    "peak-qps": { type: "string", default: String(REPLAY_DEFAULTS.peakQps) },
+    app: { type: "string", default: REPLAY_DEFAULTS.app },
+    "slo-ms": { type: "string", default: String(REPLAY_DEFAULTS.sloMs) },
+    "min-accuracy": { type: "string", default: String(REPLAY_DEFAULTS.minAccuracy) },
+    base: { type: "string" },
+    nats: { type: "string" },
+    out: { type: "string" },
+    seed: { type: "string", default: "1" },
+    "max-workers": { type: "string", default: "4" },
+    "request-timeout-ms": { type: "string", default: "30000" },
+    "no-progress": { type: "boolean", default: false },
+    help: { type: "boolean", short: "h" },
+  },
+});
+if (values.help || !values.out) {
+  console.log(USAGE);
+  process.exit(values.help ? 0 : 2);
+}
+const problems: string[] = [];
+const num = (name: string, v: string | undefined, ok: (n: number) => boolean = Number.isFinite): number => {
+  const n = Number(v);
+  if (v === undefined || !ok(n)) problems.push(`--${name}: "${v}" is not a valid value`);
+  return n;
+};
+const speedup = num("speedup", values.speedup, (n) => n >= 1);
+const startMinute = num("start-minute", values["start-minute"], (n) => Number.isInteger(n) && n >= 0);
+const minutes = num("minutes", values.minutes, (n) => Number.isInteger(n) && n >= 1);
+const peakQps = num("peak-qps", values["peak-qps"], (n) => n > 0);
+const sloMs = num("slo-ms", values["slo-ms"], (n) => n > 0);
+const minAccuracy = num("min-accuracy", values["min-accuracy"], (n) => n >= 0 && n <= 1);
+const seed = num("seed", values.seed, Number.isInteger);
+const maxWorkers = num("max-workers", values["max-workers"], (n) => Number.isInteger(n) && n >= 1);
+const requestTimeoutMs = num("request-timeout-ms", values["request-timeout-ms"], (n) => n > 0);
+if (problems.length > 0) {
+  console.error(`${problems.join("\n")}\n${USAGE}`);
+  process.exit(2);
+}
+const app = values.app;
+/** Paths given on the command line are relative to where `npm run` was typed (npm runs scripts from the repository root). */
+const userDir = process.env.INIT_CWD ?? process.cwd();
+const outDir = resolve(userDir, values.out);
+mkdirSync(outDir, { recursive: true });
+const say = (line: string): void => console.log(`[replay] ${line}`);
+
+const config = replayConfig({ speedup, app, sloMs, minAccuracy, maxWorkers });
+const trace = parseTrace(readFileSync(values.trace === DEFAULT_TWITTER_TRACE ? resolve(REPO_ROOT, values.trace) : resolve(userDir, values.trace), "utf8"));
+const schedule = replaySchedule(trace, { startMinute, minutes, peakQps }, speedup);
+const arrivals = replayArrivals(schedule, seed);
+const env = replayStackEnv(config);
+say(`${values.trace}: minutes ${startMinute} … ${startMinute + minutes - 1} (${schedule.gapMinutes} gap minutes filled), peak ${peakQps} qps, ${speedup}× → ${(schedule.durationMs / 60_000).toFixed(2)} min, ${arrivals.length} queries`);
+
+// ------------------------------------------------------------------------------------ the stack
+
+/** The compute-bound MLP of the default app (why: docs/ARCHITECTURE.md "Live replay"). */
+function heavyMlp(dir: string): BundledModel {
+  const network = new Network([{ type: "flatten" }, { type: "dense", units: 4096 }, { type: "relu" }, { type: "dense", units: 4096 }, { type: "relu" }, { type: "dense", units: 10 }], [1, 28, 28], createRng(7));
+  const path = join(dir, "heavy-mlp.onnx");
+  writeFileSync(path, exportNetwork(network, "heavy-mlp"));
+  return { app: "heavy", name: "heavy-mlp", task: "image-classification", dataset: "none", path };
+}
+
+async function modelsOf(appName: string, dir: string): Promise<BundledModel[]> {
+  if (appName === "heavy") return [heavyMlp(dir)];
+  if (appName === "digits") return digitsModels();
+  const ocr = ocrModels().filter((m) => m.app === appName);
+  if (ocr.length > 0) return ocr;
+  throw new Error(`--app ${appName}: the replay registers heavy, digits or an OCR app (ocr-det, ocr-cls, ocr-rec) itself; for another app, start the stack and register it, then pass --base`);
+}
+
+let stack: Stack | undefined;
+let baseUrl = values.base ?? "";
+let natsUrl = values.nats ?? "";
+const stopStack = async (): Promise<void> => {
+  const s = stack;
+  stack = undefined;
+  if (s) await s.stop();
+};
+process.on("SIGINT", () => void stopStack().finally(() => process.exit(130)));
+
+if (!values.base) {
+  say(`starting the stack (logs: ${join(outDir, "stack", "logs", "stack.log")}) with the settings compressed ${speedup}×: ${JSON.stringify({ ...env.all, ...env.vmAutoscaler })}`);
+  stack = await startStack({
+    dir: join(outDir, "stack"),
+    cpuWorkers: config.staticWorkers,
+    workerThreads: config.workerThreads,
+    maxWorkers: config.maxWorkers,
+    logLevel: "info", // (the services announce "ready" at info level; their logs go to the file)
+    env: { ...env.all, VARIANT_HARDWARE: "cpu", VARIANT_BATCH_SIZES: "1", VARIANT_CPU_THREADS: String(config.workerThreads) },
+    vmAutoscalerEnv: env.vmAutoscaler,
+  });
+  baseUrl = stack.httpUrl;
+  natsUrl = stack.nats.url;
+  const modelDir = join(outDir, "models");
+  mkdirSync(modelDir, { recursive: true });
+  for (const m of await modelsOf(app, modelDir)) {
+    const r = await registerOverHttp(baseUrl, m);
+    if (r.status !== 201) throw new Error(`registering ${m.name}: ${r.status} ${JSON.stringify(r.body)}`);
+    say(`registered ${m.app}/${m.name}; profiling...`);
+    await waitForProfiles(baseUrl, m.name, "cpu", 300_000);
+  }
+} else {
+  if (!natsUrl) {
+    const conf = join(REPO_ROOT, ".run", "nats", "nats.conf");
+    const listen = existsSync(conf) ? /listen:\s*"([^"]+)"/.exec(readFileSync(conf, "utf8"))?.[1] : undefined;
+    if (!listen) throw new Error(`--base ${baseUrl}: give --nats URL (no ${conf} to read npm start's NATS address from)`);
+    natsUrl = `nats://${listen}`;
+  }
+  say(`driving ${baseUrl} (NATS ${natsUrl}); it must run with these settings for the simulator to match: ${JSON.stringify({ ...env.all, ...env.vmAutoscaler })}`);
+}
+
+// ------------------------------------------------------------------------------------ the app
+
+interface Listing {
+  models: Array<{ name: string; app: string; inputs: Array<{ name: string; datatype: string; shape: number[] }>; variants: Array<Record<string, unknown>> }>;
+}
+const listing = (await (await fetch(`${baseUrl}/v1/apps/${app}/models`)).json()) as Listing;
+if (!Array.isArray(listing.models) || listing.models.length === 0) throw new Error(`GET /v1/apps/${app}/models: no model in app ${app}: ${JSON.stringify(listing).slice(0, 300)}`);
+/** The registry's description of a variant → the decision code's profile (libs/policy toVariantProfile, as the services do). */
+function profileOf(model: Listing["models"][number], v: Record<string, unknown>): VariantProfile | undefined {
+  const latency = v.latency_ms as Record<string, number> | null;
+  const record: VariantRecord = {
+    name: String(v.name),
+    model: model.name,
+    app: model.app,
+    hardware: v.hardware as VariantRecord["hardware"],
+    maxBatch: Number(v.batch_size),
+    batchWaitMs: 0,
+    quantization: v.quantization as VariantRecord["quantization"],
+    threads: Number(v.threads),
+    object: "",
+    accuracy: (v.accuracy as number | null) ?? null,
+    profiled: v.profiled === true,
+    profile: latency
+      ? { loadLatencyMs: Number(v.load_latency_ms), latencyMs: latency, peakQps: Number(v.peak_qps), memoryBytes: Number(v.memory_bytes), accuracy: (v.accuracy as number | null) ?? null, sampleShape: {}, worker: String(v.profiled_on), profiledAtMs: 0 }
+      : null,
+  };
+  return toVariantProfile(record);
+}
+const variants = listing.models.flatMap((m) => m.variants.map((v) => profileOf(m, v)).filter((p): p is VariantProfile => p !== undefined && p.hardware === "cpu"));
+if (variants.length === 0) throw new Error(`app ${app} has no profiled CPU variant yet`);
+const input = listing.models[0]!.inputs[0]!;
+const bundledShape = ocrModels().find((m) => m.app === app)?.profileShape?.[input.name];
+const shape = input.shape.map((d, i) => (i === 0 ? 1 : d > 0 ? d : (bundledShape?.[i - 1] ?? 0)));
+if (shape.some((d) => d <= 0)) throw new Error(`input ${input.name} of ${app} has dynamic dimensions ${JSON.stringify(input.shape)}: the replay does not know what size to send`);
+const count = shape.reduce((a, b) => a * b, 1);
+const rng = createRng(seed + 1);
+const payload = encodeTensors([{ name: input.name, datatype: "FP32", shape, data: Float32Array.from({ length: count }, () => rng.next()) }]);
+say(`app ${app}: ${variants.length} profiled CPU variant(s): ${variants.map((v) => `${v.name} (${v.peakQps.toFixed(0)} qps, b1 ${v.latencyMs[1]?.toFixed(1) ?? "?"} ms)`).join(", ")}; query ${shape.join("×")} FP32 (${payload.length} bytes), SLO ${sloMs} ms, accuracy ≥ ${minAccuracy}`);
+
+// ------------------------------------------------------------------------------------ the bus
+
+const nc: NatsConnection = await connect({ servers: natsUrl, name: "replay" });
+const workerSeen = new Map<string, { first: number; last: number }>();
+let lastForecast: number | undefined;
+let lastCost: CostSummary | undefined;
+const decisionsLog = createWriteStream(join(outDir, "decisions-live.jsonl"));
+const parseErrors = { count: 0 };
+const onBad = (what: string, err: unknown): void => {
+  if (parseErrors.count++ < 5) console.error(`[replay] ignoring a malformed ${what}: ${(err as Error).message}`);
+};
+const subs: Subscription[] = [
+  nc.subscribe(subjects.workerMetricsAll, {
+    callback: (_e, m) => {
+      try {
+        const r = workerReportSchema.parse(m.json());
+        const now = Date.now();
+        const w = workerSeen.get(r.worker);
+        if (w) w.last = now;
+        else workerSeen.set(r.worker, { first: now, last: now });
+      } catch (err) {
+        onBad("worker report", err);
+      }
+    },
+  }),
+  nc.subscribe(subjects.forecast(app), {
+    callback: (_e, m) => {
+      try {
+        lastForecast = forecastMessageSchema.parse(m.json()).values[0];
+      } catch (err) {
+        onBad("forecast", err);
+      }
+    },
+  }),
+  nc.subscribe(subjects.costSummary, {
+    callback: (_e, m) => {
+      try {
+        lastCost = costSummarySchema.parse(m.json());
+      } catch (err) {
+        onBad("cost summary", err);
+      }
+    },
+  }),
+  nc.subscribe(subjects.decisionsAll, { callback: (_e, m) => void decisionsLog.write(`${JSON.stringify({ subject: m.subject, ...m.json<Record<string, unknown>>() })}\n`) }),
+];
+
+// ------------------------------------------------------------------------------------ queries
+
+interface Outcome {
+  /** When it was due, ms from the window's start (its arrival time). */
+  dueMs: number;
+  sentMs: number;
+  doneMs: number;
+  ok: boolean;
+  code: string;
+  fn: boolean;
+  cold: boolean;
+  fnMs: number;
+  fnDollars: number;
+}
+const outcomes: Outcome[] = [];
+let inFlight = 0;
+const MAX_IN_FLIGHT = 2000;
+
+/** Sends one model-less query over NATS (binary tensors, the SLO in headers); its outcome is recorded whatever happens. */
+function send(dueMs = 0): Promise<void> {
+  const sentMs = Date.now();
+  const record = (o: Omit<Outcome, "dueMs" | "sentMs" | "doneMs">): void => void outcomes.push({ dueMs, sentMs, doneMs: Date.now(), ...o });
+  if (inFlight >= MAX_IN_FLIGHT) {
+    record({ ok: false, code: "client_backlog", fn: false, cold: false, fnMs: 0, fnDollars: 0 });
+    return Promise.resolve();
+  }
+  const h = natsHeaders();
+  h.set(headers.contentType, contentTypes.wire);
+  h.set(headers.sloLatencyMs, String(sloMs));
+  h.set(headers.sloMinAccuracy, String(minAccuracy));
+  inFlight++;
+  return nc
+    .request(subjects.inferApp(app), payload, { timeout: requestTimeoutMs, headers: h })
+    .then((reply) => {
+      const code = reply.headers?.get(headers.error) ?? "";
+      if (code !== "") return record({ ok: false, code, fn: false, cold: false, fnMs: 0, fnDollars: 0 });
+      const meta = decodeTensors<{ served_by?: { hardware?: string; cold_start?: boolean }; timing_ms?: { inference?: number }; cost_dollars?: number }>(reply.data).meta;
+      const fn = meta.served_by?.hardware === "function";
+      record({ ok: true, code: "", fn, cold: fn && meta.served_by?.cold_start === true, fnMs: fn ? (meta.timing_ms?.inference ?? 0) : 0, fnDollars: fn ? (meta.cost_dollars ?? 0) : 0 });
+    })
+    .catch((err: unknown) => {
+      const e = err as { code?: string; name?: string; message?: string };
+      record({ ok: false, code: /timeout/i.test(`${e.name ?? ""} ${e.message ?? ""}`) ? "timeout" : /no responders/i.test(e.message ?? "") ? "no_responders" : `client_error: ${e.message ?? String(err)}`, fn: false, cold: false, fnMs: 0, fnDollars: 0 });
+    })
+    .finally(() => void inFlight--);
+}
+
+// Warm-up: the first queries load the variant on the stack's worker; the replay starts once 20 in a row are answered.
+say("warming up (the first queries load the variant)...");
+{
+  const deadline = Date.now() + 120_000;
+  let streak = 0;
+  while (streak < 20) {
+    if (Date.now() > deadline) throw new Error("warm-up: 20 queries in a row were not answered within 120 s");
+    const before = outcomes.length;
+    await send();
+    streak = outcomes[before]?.ok ? streak + 1 : 0;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  outcomes.length = 0;
+}
+const status = (await (await fetch(`${baseUrl}/v1/status`)).json()) as { instances: Array<{ variant: string; worker: string; state: string }> };
+const preload = new Map<string, number>();
+for (const i of status.instances) if (variants.some((v) => v.name === i.variant) && i.state === "active") preload.set(i.variant, (preload.get(i.variant) ?? 0) + 1);
+say(`warm: ${[...preload].map(([v, n]) => `${v} ×${n}`).join(", ") || "nothing active"}`);
+
+// The replay: open loop, each query at its arrival time.
+const seconds = Math.ceil(schedule.durationMs / 1000);
+const liveWorkers: number[] = [];
+const liveForecast: number[] = [];
+const bar = values["no-progress"]
+  ? undefined
+  : new cliProgress.SingleBar({ format: "[replay] {bar} {percentage}% | trace minute {minute} | {value}/{total} queries | answered {answered} failed {failed} | in flight {inflight} | workers {workers}", hideCursor: true, noTTYOutput: false }, cliProgress.Presets.shades_classic);
+const t0 = Date.now() + 200;
+bar?.start(arrivals.length, 0, { minute: startMinute, answered: 0, failed: 0, inflight: 0, workers: 0 });
+const workersUp = (now: number): number => [...workerSeen.values()].filter((w) => now - w.last <= 1500).length;
+const sampler = setInterval(() => {
+  const now = Date.now();
+  if (now < t0) return;
+  liveWorkers.push(workersUp(now));
+  liveForecast.push(lastForecast ?? NaN);
+}, 1000);
+const progress = setInterval(() => {
+  const answered = outcomes.filter((o) => o.ok).length;
+  bar?.update(sentCount, { minute: startMinute + Math.floor(((Date.now() - t0) * speedup) / 60_000), answered, failed: outcomes.length - answered, inflight: inFlight, workers: workersUp(Date.now()) });
+}, 500);
+let sentCount = 0;
+const pending = new Set<Promise<void>>();
+await new Promise<void>((done) => {
+  const pump = (): void => {
+    const elapsed = Date.now() - t0;
+    while (sentCount < arrivals.length && (arrivals[sentCount] ?? Infinity) <= elapsed) {
+      const p = send(arrivals[sentCount]);
+      sentCount++;
+      pending.add(p);
+      void p.finally(() => pending.delete(p));
+    }
+    if (sentCount >= arrivals.length) return done();
+    setTimeout(pump, Math.max(0, (arrivals[sentCount] ?? 0) - (Date.now() - t0)));
+  };
+  setTimeout(pump, Math.max(0, t0 - Date.now()));
+});
+// Until the window's end, then every answer (each query has its timeout).
+await new Promise((r) => setTimeout(r, Math.max(0, t0 + schedule.durationMs - Date.now())));
+clearInterval(sampler);
+const windowEnd = t0 + schedule.durationMs;
+await Promise.all([...pending]);
+clearInterval(progress);
+bar?.update(sentCount, { answered: outcomes.filter((o) => o.ok).length, failed: outcomes.filter((o) => !o.ok).length, inflight: 0 });
+bar?.stop();
+// The vm-autoscaler's ledger as of the window's end (it publishes every second here).
+{
+  const deadline = Date.now() + 15_000;
+  while ((lastCost?.atMs ?? 0) < windowEnd && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+  if ((lastCost?.atMs ?? 0) < windowEnd) say("warning: no cost summary from after the window's end within 15 s; using the last one");
+}
+
+// ------------------------------------------------------------------------------------ live figures
+
+const median = (xs: number[]): number | undefined => (xs.length > 0 ? quantile(xs, 0.5) : undefined);
+const inWindow = (lastCost?.instances ?? []).filter((i) => i.launchedAtMs <= windowEnd && (i.endedAtMs ?? Infinity) >= t0);
+const bootTimes = inWindow.flatMap((i) => {
+  const seen = workerSeen.get(i.worker);
+  return seen && seen.first >= i.launchedAtMs ? [seen.first - i.launchedAtMs] : [];
+});
+const answered = outcomes.filter((o) => o.ok);
+const fnAnswers = answered.filter((o) => o.fn);
+const liveFunctionDollars = fnAnswers.reduce((s, o) => s + o.fnDollars, 0);
+const liveMachineDollars = traceDollars(inWindow, speedup, t0, windowEnd);
+const failedByCode: Record<string, number> = {};
+for (const o of outcomes) if (!o.ok) failedByCode[o.code] = (failedByCode[o.code] ?? 0) + 1;
+const live: ReplaySummary = {
+  queries: sentCount,
+  answered: answered.length,
+  failed: outcomes.length - answered.length,
+  slo_attainment: sentCount > 0 ? answered.filter((o) => o.doneMs - o.sentMs <= sloMs).length / sentCount : 1,
+  p99_ms: answered.length > 0 ? quantile(answered.map((o) => o.doneMs - o.sentMs), 0.99) : NaN,
+  cost_dollars: liveMachineDollars + liveFunctionDollars,
+  machine_dollars: liveMachineDollars,
+  function_dollars: liveFunctionDollars,
+  static_dollars: staticDollars(config, schedule.durationMs),
+  overflow_share: sentCount > 0 ? fnAnswers.length / sentCount : 0,
+  workers_max: Math.max(0, ...liveWorkers),
+  launches: inWindow.filter((i) => i.launchedAtMs >= t0).length,
+  failed_by_code: failedByCode,
+};
+const perSecond = (pick: (o: Outcome) => boolean, at: (o: Outcome) => number): number[] => {
+  const a = new Array<number>(seconds).fill(0);
+  for (const o of outcomes) {
+    if (!pick(o)) continue;
+    const s = Math.min(seconds - 1, Math.max(0, Math.floor(at(o) / 1000)));
+    a[s]! += 1;
+  }
+  return a;
+};
+const liveSeries: ReplaySideSeries = {
+  load: perSecond(() => true, (o) => o.dueMs),
+  forecast: Array.from({ length: seconds }, (_, i) => liveForecast[i] ?? NaN),
+  workers: Array.from({ length: seconds }, (_, i) => liveWorkers[i] ?? 0),
+  overflow: perSecond((o) => o.fn, (o) => o.dueMs),
+  misses: perSecond((o) => !o.ok || o.doneMs - o.sentMs > sloMs, (o) => o.doneMs - t0),
+};
+
+// ------------------------------------------------------------------------------------ the simulator
+
+const measured = {
+  boot_ms: median(bootTimes) ?? config.planBootMs,
+  boot_samples: bootTimes.length,
+  function_cold_start_ms: median(fnAnswers.filter((o) => o.cold).map((o) => o.fnMs)) ?? 2000,
+  function_warm_ms: median(fnAnswers.filter((o) => !o.cold).map((o) => o.fnMs)) ?? (variants[0]?.latencyMs[1] ?? 20),
+  function_samples: fnAnswers.length,
+};
+say(`live done; simulating with boot ${measured.boot_ms.toFixed(0)} ms (${bootTimes.length} measured), function cold start ${measured.function_cold_start_ms.toFixed(0)} ms, warm ${measured.function_warm_ms.toFixed(1)} ms`);
+const simResult = runReplaySim({
+  config,
+  arrivalsMs: arrivals,
+  durationMs: schedule.durationMs,
+  variants,
+  preload: [...preload].map(([variant, n]) => ({ variant, count: n })),
+  bootMs: measured.boot_ms,
+  functionColdStartMs: measured.function_cold_start_ms,
+  functionWarmMs: measured.function_warm_ms,
+  seed,
+});
+
+// ------------------------------------------------------------------------------------ output
+
+const rows = replaySeriesRows(startMinute, speedup, simResult.series, liveSeries);
+const report = {
+  command: `npm run replay -- ${process.argv.slice(2).join(" ")}`,
+  date: new Date().toISOString(),
+  trace: values.trace,
+  window: { start_minute: startMinute, minutes, gap_minutes_filled: schedule.gapMinutes, peak_qps: peakQps, speedup, duration_s: schedule.durationMs / 1000 },
+  settings: { ...configReport(config), stack_env: { ...env.all, ...env.vmAutoscaler }, stack: values.base ? "given (--base)" : "started by the replay" },
+  variants,
+  measured,
+  live,
+  sim: simResult.summary,
+  cost_ratio_live_over_sim: simResult.summary.cost_dollars > 0 ? live.cost_dollars / simResult.summary.cost_dollars : null,
+  series: rows,
+};
+writeFileSync(join(outDir, "replay.json"), JSON.stringify(report, null, 1));
+writeFileSync(join(outDir, "decisions-sim.json"), JSON.stringify(simResult.log, null, 1));
+writeFileSync(join(outDir, "replay.svg"), await renderReplaySvg(rows, `${values.trace} minutes ${startMinute}-${startMinute + minutes - 1} at ${speedup}×, peak ${peakQps} qps, app ${app}, SLO ${sloMs} ms: live and sim`, speedup, Math.max(1, Math.round(seconds / 120))));
+
+const fmt = (s: ReplaySummary): string =>
+  `queries ${s.queries}, answered ${s.answered}, failed ${s.failed}, SLO ${(s.slo_attainment * 100).toFixed(2)}%, p99 ${s.p99_ms.toFixed(0)} ms, cost $${s.cost_dollars.toFixed(3)} (machines ${s.machine_dollars.toFixed(3)} + functions ${s.function_dollars.toFixed(4)}; static workers ${s.static_dollars.toFixed(3)} on top), to functions ${(s.overflow_share * 100).toFixed(2)}%, workers max ${s.workers_max}, launches ${s.launches}`;
+say(`live: ${fmt(live)}`);
+say(`sim:  ${fmt(simResult.summary)}`);
+say(`wrote ${join(outDir, "replay.json")}, replay.svg, decisions-live.jsonl, decisions-sim.json`);
+
+for (const s of subs) s.unsubscribe();
+await nc.drain();
+decisionsLog.end();
+await stopStack();
+
+function configReport(c: ReplayConfig): Record<string, unknown> {
+  return { ...c };
+}
