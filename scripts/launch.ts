@@ -1,7 +1,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { startStack, REPO_ROOT, ocrModels, digitsModels, registerOverHttp, digitsCascadeSpec, registerPipelineOverHttp } from "@sloserve/stack";
+import { startStack, REPO_ROOT, ocrModels, ocrPipelineSpec, digitsModels, registerOverHttp, digitsCascadeSpec, registerPipelineOverHttp } from "@sloserve/stack";
 import { probeExecutionProvider } from "@sloserve/runtime";
 
 /**
@@ -56,6 +56,9 @@ if (!values["no-models"]) {
   const cascade = await registerPipelineOverHttp(stack.httpUrl, digitsCascadeSpec());
   if (cascade.status === 201) say("registered pipeline digits-cascade (POST /v1/pipelines/digits-cascade/infer)");
   else say(`could not register pipeline digits-cascade: ${cascade.status} ${JSON.stringify(cascade.body)}`);
+  const ocr = await registerPipelineOverHttp(stack.httpUrl, ocrPipelineSpec());
+  if (ocr.status === 201) say("registered pipeline ocr (POST /v1/pipelines/ocr/infer with an image as the body, Content-Type image/png or image/jpeg)");
+  else say(`could not register pipeline ocr: ${ocr.status} ${JSON.stringify(ocr.body)}`);
 }
 const url = `http://localhost:${Number(values.port) || new URL(stack.httpUrl).port}`;
 say(`ready: ${url}  (dashboard: ${url}/dashboard, health: ${url}/v2/health/ready). Ctrl-C stops.`);

@@ -4,7 +4,7 @@ import { parseArgs } from "node:util";
 import cliProgress from "cli-progress";
 import { connect, headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { contentTypes, costSummarySchema, decodeTensors, encodeTensors, forecastMessageSchema, headers, subjects, workerReportSchema, type CostSummary, type VariantRecord } from "@sloserve/contracts";
-import { createRng, quantile, toVariantProfile, type VariantProfile } from "@sloserve/policy";
+import { createRng, profiledLatencyAt, quantile, toVariantProfile, type VariantProfile } from "@sloserve/policy";
 import {
   DEFAULT_TWITTER_TRACE,
   REPLAY_DEFAULTS,
@@ -39,7 +39,8 @@ import { Network, exportNetwork } from "@sloserve/zoo";
 
 const USAGE = `usage: npm run replay -- --out DIR [--trace FILE] [--speedup K] [--start-minute S] [--minutes M]
        [--peak-qps Q] [--app APP] [--slo-ms MS] [--min-accuracy A] [--base URL [--nats URL]]
-       [--max-workers N] [--seed N] [--no-progress]`;
+       [--max-workers N] [--seed N] [--no-progress]
+       npm run -s replay -- --print-env [--speedup K]   (the stack's environment, for --base)`;
 
 const { values } = parseArgs({
   options: {
@@ -58,10 +59,11 @@ const { values } = parseArgs({
     "max-workers": { type: "string", default: "4" },
     "request-timeout-ms": { type: "string", default: "30000" },
     "no-progress": { type: "boolean", default: false },
+    "print-env": { type: "boolean", default: false },
     help: { type: "boolean", short: "h" },
   },
 });
-if (values.help || !values.out) {
+if (values.help || (!values.out && !values["print-env"])) {
   console.log(USAGE);
   process.exit(values.help ? 0 : 2);
 }
@@ -85,9 +87,15 @@ if (problems.length > 0) {
   process.exit(2);
 }
 const app = values.app;
+if (values["print-env"]) {
+  // For --base: the environment to start the stack with (`env $(npm run -s replay -- --print-env) npm start -- --workers 1 --max-workers 4`).
+  const e = replayStackEnv(replayConfig({ speedup, app, sloMs, minAccuracy, maxWorkers }));
+  console.log(Object.entries({ ...e.all, ...e.vmAutoscaler, WORKER_THREADS: "1", VARIANT_HARDWARE: "cpu", VARIANT_BATCH_SIZES: "1", VARIANT_CPU_THREADS: "1" }).map(([k, v]) => `${k}=${v}`).join(" "));
+  process.exit(0);
+}
 /** Paths given on the command line are relative to where `npm run` was typed (npm runs scripts from the repository root). */
 const userDir = process.env.INIT_CWD ?? process.cwd();
-const outDir = resolve(userDir, values.out);
+const outDir = resolve(userDir, values.out ?? ".");
 mkdirSync(outDir, { recursive: true });
 const say = (line: string): void => console.log(`[replay] ${line}`);
 
@@ -200,6 +208,9 @@ say(`app ${app}: ${variants.length} profiled CPU variant(s): ${variants.map((v) 
 
 const nc: NatsConnection = await connect({ servers: natsUrl, name: "replay" });
 const workerSeen = new Map<string, { first: number; last: number }>();
+/** Observed / profiled batch time of the app's variants, one per worker report second with ≥ 10 batches (the variant-state rule's evidence). */
+const slowdowns: number[] = [];
+let measuring = false;
 let lastForecast: number | undefined;
 let lastCost: CostSummary | undefined;
 const decisionsLog = createWriteStream(join(outDir, "decisions-live.jsonl"));
@@ -216,6 +227,13 @@ const subs: Subscription[] = [
         const w = workerSeen.get(r.worker);
         if (w) w.last = now;
         else workerSeen.set(r.worker, { first: now, last: now });
+        if (!measuring) return;
+        for (const v of r.variants) {
+          const p = variants.find((x) => x.name === v.variant);
+          if (!p || v.batches < 10 || v.batchP50Ms <= 0) continue;
+          const profiled = profiledLatencyAt(p.latencyMs as Record<string, number>, Math.max(1, Math.round(v.batchSizeP50)));
+          if (profiled > 0) slowdowns.push(v.batchP50Ms / profiled);
+        }
       } catch (err) {
         onBad("worker report", err);
       }
@@ -316,6 +334,7 @@ const bar = values["no-progress"]
   ? undefined
   : new cliProgress.SingleBar({ format: "[replay] {bar} {percentage}% | trace minute {minute} | {value}/{total} queries | answered {answered} failed {failed} | in flight {inflight} | workers {workers}", hideCursor: true, noTTYOutput: false }, cliProgress.Presets.shades_classic);
 const t0 = Date.now() + 200;
+measuring = true;
 bar?.start(arrivals.length, 0, { minute: startMinute, answered: 0, failed: 0, inflight: 0, workers: 0 });
 const workersUp = (now: number): number => [...workerSeen.values()].filter((w) => now - w.last <= 1500).length;
 const sampler = setInterval(() => {
@@ -347,6 +366,7 @@ await new Promise<void>((done) => {
 // Until the window's end, then every answer (each query has its timeout).
 await new Promise((r) => setTimeout(r, Math.max(0, t0 + schedule.durationMs - Date.now())));
 clearInterval(sampler);
+measuring = false;
 const windowEnd = t0 + schedule.durationMs;
 await Promise.all([...pending]);
 clearInterval(progress);
@@ -413,9 +433,12 @@ const measured = {
   function_cold_start_ms: median(fnAnswers.filter((o) => o.cold).map((o) => o.fnMs)) ?? 2000,
   function_warm_ms: median(fnAnswers.filter((o) => !o.cold).map((o) => o.fnMs)) ?? (variants[0]?.latencyMs[1] ?? 20),
   function_samples: fnAnswers.length,
+  /** Median observed / profiled batch time on the workers (1: as profiled). */
+  slowdown: Math.max(1, median(slowdowns) ?? 1),
+  slowdown_samples: slowdowns.length,
 };
-say(`live done; simulating with boot ${measured.boot_ms.toFixed(0)} ms (${bootTimes.length} measured), function cold start ${measured.function_cold_start_ms.toFixed(0)} ms, warm ${measured.function_warm_ms.toFixed(1)} ms`);
-const simResult = runReplaySim({
+say(`live done; simulating with boot ${measured.boot_ms.toFixed(0)} ms (${bootTimes.length} measured), function cold start ${measured.function_cold_start_ms.toFixed(0)} ms, warm ${measured.function_warm_ms.toFixed(1)} ms, workers ${measured.slowdown.toFixed(2)}× slower than profiled (${slowdowns.length} samples)`);
+const simInput = {
   config,
   arrivalsMs: arrivals,
   durationMs: schedule.durationMs,
@@ -425,7 +448,10 @@ const simResult = runReplaySim({
   functionColdStartMs: measured.function_cold_start_ms,
   functionWarmMs: measured.function_warm_ms,
   seed,
-});
+};
+const simResult = runReplaySim({ ...simInput, slowdown: measured.slowdown });
+/** The simulator on the profiles alone (no measured slowdown): what it predicts before seeing the machine run. */
+const simProfiled = runReplaySim(simInput);
 
 // ------------------------------------------------------------------------------------ output
 
@@ -440,6 +466,7 @@ const report = {
   measured,
   live,
   sim: simResult.summary,
+  sim_as_profiled: simProfiled.summary,
   cost_ratio_live_over_sim: simResult.summary.cost_dollars > 0 ? live.cost_dollars / simResult.summary.cost_dollars : null,
   series: rows,
 };
@@ -451,6 +478,7 @@ const fmt = (s: ReplaySummary): string =>
   `queries ${s.queries}, answered ${s.answered}, failed ${s.failed}, SLO ${(s.slo_attainment * 100).toFixed(2)}%, p99 ${s.p99_ms.toFixed(0)} ms, cost $${s.cost_dollars.toFixed(3)} (machines ${s.machine_dollars.toFixed(3)} + functions ${s.function_dollars.toFixed(4)}; static workers ${s.static_dollars.toFixed(3)} on top), to functions ${(s.overflow_share * 100).toFixed(2)}%, workers max ${s.workers_max}, launches ${s.launches}`;
 say(`live: ${fmt(live)}`);
 say(`sim:  ${fmt(simResult.summary)}`);
+say(`sim, profiles alone: ${fmt(simProfiled.summary)}`);
 say(`wrote ${join(outDir, "replay.json")}, replay.svg, decisions-live.jsonl, decisions-sim.json`);
 
 for (const s of subs) s.unsubscribe();

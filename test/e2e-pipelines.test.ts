@@ -150,7 +150,14 @@ describe("e2e pipelines", () => {
     // Find an unsure digit: it must pass through both models.
     let i = 0;
     while (Math.max(...(await direct(FAST, i))) >= 0.9) i++;
-    const tight = await registerPipelineOverHttp(stack.httpUrl, digitsCascadeSpec({ name: "digits-cascade-tight", slo: { p99_ms: 0.001 } }));
+    // An SLO that no configuration can meet is refused at registration (InferLine Algorithm 1 on the
+    // profiles: the longest path at batch 1 on the fastest variants), naming the stage.
+    const impossible = await registerPipelineOverHttp(stack.httpUrl, digitsCascadeSpec({ name: "digits-cascade-tight", slo: { p99_ms: 0.001 } }));
+    expect(impossible.status, JSON.stringify(impossible.body)).toBe(422);
+    expect(impossible.body).toMatchObject({ code: "infeasible", error: expect.stringMatching(/^pipeline digits-cascade-tight: service time .* exceeds the SLO of 0\.001 ms on the path fast → accurate: stage (fast|accurate) \(model digits-[a-z-]+\) cannot fit/) });
+    // Just above that service time: accepted, and missed end to end (the NATS hops and queues the profiles leave out).
+    const serviceMs = (impossible.body.details as { service_time_ms: number }).service_time_ms;
+    const tight = await registerPipelineOverHttp(stack.httpUrl, digitsCascadeSpec({ name: "digits-cascade-tight", slo: { p99_ms: Math.ceil(serviceMs * 1050) / 1000 } }));
     expect(tight.status, JSON.stringify(tight.body)).toBe(201);
     const r = await postJson(`${stack.httpUrl}/v1/pipelines/digits-cascade-tight/infer`, body(i));
     expect(r.status, JSON.stringify(r.body).slice(0, 300)).toBe(200);

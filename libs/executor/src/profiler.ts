@@ -3,6 +3,7 @@ import {
   decodeTensors,
   elementCount,
   subjects,
+  tensorRows,
   type Clock,
   type ModelRecord,
   type ProfileJob,
@@ -14,12 +15,13 @@ import {
 } from "@sloserve/contracts";
 import type { Bus, Logger } from "@sloserve/bus";
 import type { MetadataStore } from "@sloserve/store";
-import { median, needMoreRuns, nextBatchSize, peakQps, top1Accuracy } from "@sloserve/policy";
+import { median, needMoreRuns, nextBatchSize, peakQps, quantile, top1Accuracy } from "@sloserve/policy";
 import type { BackendFactory, ModelBackend } from "./backend.js";
 
 /**
  * The profiler (INFaaS §3): on a worker of the variant's hardware, measures a model binary's load
- * latency, median batch latency for batch sizes 1, 2, 4 … 64 (while a batch takes under 2 s), the
+ * latency, median and P99 batch latency for batch sizes 1, 2, 4 … 64 (while a batch takes under 2 s;
+ * the runs take different rows of the validation set, so the P99 includes the input's effect), the
  * memory it takes, and its accuracy on the model's validation set; then writes the profile of every
  * variant of the job (they differ only in max batch) to Redis and announces it. Variants whose max
  * batch could not be measured (too slow) are removed.
@@ -48,14 +50,11 @@ export function readValidationSet(bytes: Uint8Array): ValidationSet {
   return { inputs: tensors.filter((t) => t.name !== "labels"), labels };
 }
 
-/** Rows [from, from+count) of a tensor whose first dimension is the row. */
-function rows(t: Tensor, from: number, count: number): Tensor {
-  const rowSize = elementCount(t.shape.slice(1));
-  return { name: t.name, datatype: t.datatype, shape: [count, ...t.shape.slice(1)], data: t.data.subarray(from * rowSize, (from + count) * rowSize) as Tensor["data"] };
-}
+/** Distinct batches of validation rows the runs of one batch size cycle through (the latency's dependence on the input). */
+const INPUT_VARIETY = 8;
 
-/** A batch of `batch` rows: from the validation set (cycled) when there is one, else seeded noise. */
-function sampleBatch(specs: readonly TensorSpec[], shapes: Record<string, number[]>, validation: ValidationSet | undefined, batch: number): Tensor[] {
+/** A batch of `batch` rows: from the validation set (cycled, from row `offset`) when there is one, else seeded noise. */
+function sampleBatch(specs: readonly TensorSpec[], shapes: Record<string, number[]>, validation: ValidationSet | undefined, batch: number, offset = 0): Tensor[] {
   return specs.map((spec) => {
     const v = validation?.inputs.find((t) => t.name === spec.name);
     const trailing = v ? v.shape.slice(1) : (shapes[spec.name] ?? spec.shape.slice(1).map((d) => (d > 0 ? d : 1)));
@@ -63,7 +62,7 @@ function sampleBatch(specs: readonly TensorSpec[], shapes: Record<string, number
     const data = allocate(spec.datatype, batch * rowSize);
     if (v) {
       const n = v.shape[0] ?? 1;
-      for (let r = 0; r < batch; r++) (data as Float32Array).set(rows(v, r % n, 1).data as Float32Array, r * rowSize);
+      for (let r = 0; r < batch; r++) (data as Float32Array).set(tensorRows(v, (offset + r) % n, 1).data as Float32Array, r * rowSize);
     } else if (data instanceof Float32Array || data instanceof Float64Array) {
       let s = 12345;
       for (let i = 0; i < data.length; i++) {
@@ -89,7 +88,7 @@ async function accuracyOf(backend: ModelBackend, model: ModelRecord, validation:
   const scores = new Float32Array(n * classes);
   for (let from = 0; from < n; from += chunk) {
     const count = Math.min(chunk, n - from);
-    const [result] = await backend.runBatch([validation.inputs.map((t) => rows(t, from, count))]);
+    const [result] = await backend.runBatch([validation.inputs.map((t) => tensorRows(t, from, count))]);
     scores.set(result?.[0]?.data as Float32Array, from * classes);
   }
   return top1Accuracy(scores, classes, validation.labels);
@@ -122,16 +121,22 @@ export async function runProfile(job: ProfileJob, deps: ProfileDeps): Promise<Va
   try {
     const validation = model.validationObject ? readValidationSet((await bus.models.getBlob(model.validationObject)) ?? new Uint8Array()) : undefined;
     const latencyMs: Record<string, number> = {};
+    const latencyP99Ms: Record<string, number> = {};
     let peakRss = process.memoryUsage().rss;
     let sampleShape: Record<string, number[]> = {};
+    const rowsAvailable = validation?.inputs[0]?.shape[0] ?? 0;
     for (let b: number | undefined = 1; b !== undefined; ) {
-      const inputs = sampleBatch(model.inputs, model.profileShape, validation, b);
+      // Each run takes the next rows of the validation set (up to INPUT_VARIETY distinct batches), so the
+      // runs' spread includes how the latency depends on the input; without one, seeded noise.
+      const batches = Array.from({ length: validation ? Math.max(1, Math.min(INPUT_VARIETY, Math.ceil(rowsAvailable / b))) : 1 }, (_, i) => sampleBatch(model.inputs, model.profileShape, validation, b!, i * b!));
+      const inputs = batches[0]!;
       sampleShape = Object.fromEntries(inputs.map((t) => [t.name, t.shape.slice(1)]));
       await timeRun(backend, inputs); // warm-up
       const runs: number[] = [];
-      while (needMoreRuns(runs)) runs.push(await timeRun(backend, inputs));
+      while (needMoreRuns(runs)) runs.push(await timeRun(backend, batches[runs.length % batches.length]!));
       const m = median(runs);
       latencyMs[String(b)] = Math.round(m * 1000) / 1000;
+      latencyP99Ms[String(b)] = Math.round(quantile(runs, 0.99) * 1000) / 1000;
       peakRss = Math.max(peakRss, process.memoryUsage().rss);
       step++;
       progress("step", `batch ${b}: ${m.toFixed(2)} ms (median of ${runs.length})`);
@@ -149,7 +154,7 @@ export async function runProfile(job: ProfileJob, deps: ProfileDeps): Promise<Va
         log.info({ variant: v.name }, "variant removed: its max batch is too slow to be useful");
         continue;
       }
-      const profile: VariantProfile = { loadLatencyMs, latencyMs, peakQps: peak, memoryBytes, accuracy, sampleShape, worker, profiledAtMs };
+      const profile: VariantProfile = { loadLatencyMs, latencyMs, latencyP99Ms, peakQps: peak, memoryBytes, accuracy, sampleShape, worker, profiledAtMs };
       const record: VariantRecord = { ...v, accuracy, profiled: true, profile };
       await store.putVariant(record);
       updated.push(record);

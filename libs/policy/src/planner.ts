@@ -154,7 +154,7 @@ function nextBatch(h: HardwareProfile, b: number): number {
 
 export interface ServiceTimeCheck {
   feasible: boolean;
-  /** The longest path's service time, each model at its smallest batch on its lowest-latency hardware, ms. */
+  /** The longest path's service time, each model at batch 1 on its lowest-latency hardware, ms. */
   serviceTimeMs: number;
   /** That path, from a root. */
   path: string[];
@@ -166,8 +166,9 @@ export interface ServiceTimeCheck {
 
 /**
  * InferLine Algorithm 1's feasibility check (line 6), the planner's first step: with every model at
- * batch 1 (its smallest configurable batch) on its lowest-latency hardware, the longest path's service
- * time must fit in the SLO; otherwise no configuration can. The reason names the path and the model
+ * batch 1 on its lowest-latency hardware, the longest path's service time must fit in the SLO;
+ * otherwise no configuration can (a query alone runs at batch 1 whatever the max batch, so this is a
+ * lower bound on its latency). The reason names the path and the model
  * that cannot fit: one whose latency alone exceeds the SLO, else the slowest on the path. Registration
  * (the dispatcher) and the planner call this one rule.
  */
@@ -178,7 +179,7 @@ export function serviceTimeCheck(p: Pipeline, profiles: ProfileSet, sloMs: numbe
   const via: Record<string, string | undefined> = {};
   for (const m of topologicalOrder(p)) {
     const h = bestHardware(profiles, m);
-    latency[m] = latencyFn(h)(smallestBatch(h));
+    latency[m] = latencyFn(h)(1);
     hardware[m] = h.hardware;
     let start = 0;
     let parent: string | undefined;

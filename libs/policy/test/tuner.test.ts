@@ -94,4 +94,19 @@ describe("tuner options", () => {
     expect(tunerStep({ nowMs: 60_000, recentArrivalsMs: evenly(100, 0, 60_000), plan: p, state }).changed).toBe(false);
     expect(tunerStep({ nowMs: 60_000, recentArrivalsMs: evenly(100, 0, 60_000), plan: p, state }, { scaleDownRho: "min-replicated" }).state.replicas.m).toBe(2);
   });
+
+  it("tuner - a scale-down never goes below what the scale-up rule asks for the current envelope (no flapping)", () => {
+    // Planned 100 qps on 2 replicas (μ·ρ = 50 qps each). Live: 200 qps from 0 to 20 s, then 100 qps. At
+    // t = 55 s the 30 s look-back (25-55 s) sees 100 qps → λ_new asks ⌈100 / 50⌉ = 2; but the envelope,
+    // counted from t − 40.96 s (its longest window) = 14.04 s, still holds 200 qps at every window up to
+    // 5.12 s → the scale-up rule asks ⌈200 / 50⌉ = 4: no change (the paper's rule alone would go 4 → 2 at
+    // 55 s and back to 4 at 56 s). At 62 s the burst is older than 40.96 s: 4 → 2.
+    const live = [...evenly(200, 0, 20_000), ...evenly(100, 20_000, 62_000)];
+    const state: TunerState = { replicas: { m: 4 }, lastChangeMs: 0 };
+    const at55 = tunerStep({ nowMs: 55_000, recentArrivalsMs: live.filter((t) => t < 55_000), plan, state });
+    expect(at55).toEqual({ state, changed: false, reason: "λ_new 100.0 qps: no model over-provisioned" });
+    const at62 = tunerStep({ nowMs: 62_000, recentArrivalsMs: live, plan, state });
+    expect(at62.state.replicas).toEqual({ m: 2 });
+    expect(at62.reason).toBe("λ_new 100.0 qps: m 4→2");
+  });
 });

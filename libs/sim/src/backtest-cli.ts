@@ -13,13 +13,14 @@
  *
  * --all runs the standard table — the shipped Twitter trace (libs/sim/data) and the traces in
  * --traces-dir (the per-second Twitter trace and the Azure Functions aggregate; a file with the same
- * bytes as one already listed is skipped) — with every built-in predictor and the example module,
+ * bytes as one already listed is skipped; the one-day Azure trace with an hourly season) — with every
+ * built-in predictor and the example module,
  * prints it and writes <out>/forecast-backtest.json; `npm run sim -- readme` then puts it in
  * reports/README.md.
  */
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { basename, join, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { BUILTIN_PREDICTORS, loadPredictor, type Predictor } from "@sloserve/policy";
@@ -29,8 +30,12 @@ import { DEFAULT_TWITTER_TRACE, parseTrace } from "./trace.js";
 
 const importModule = (path: string): Promise<unknown> => import(pathToFileURL(resolve(path)).href);
 const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
-/** The files --all looks for in --traces-dir, in report order. */
-const SHARED_TRACES = ["twitter_2021-08_per_second.csv", "twitter_2021-08_per_minute.csv", "azure_functions_2019_sample1000_aggregate_per_minute.csv"];
+/** The files --all looks for in --traces-dir, in report order, with a season where the default (a day) cannot apply. */
+const SHARED_TRACES: Array<{ file: string; season?: number; note?: string }> = [
+  { file: "twitter_2021-08_per_second.csv" },
+  { file: "twitter_2021-08_per_minute.csv" },
+  { file: "azure_functions_2019_sample1000_aggregate_per_minute.csv", season: 60, note: "The Azure Functions aggregate covers one day: it is backtested with an hourly season (60 minutes) instead of a daily one, which it cannot have." },
+];
 const EXAMPLE_PREDICTOR = "module:examples/predictor-recent-peak.js";
 
 function num(name: string, v: string | undefined): number | undefined {
@@ -81,28 +86,33 @@ async function main(argv: string[]): Promise<void> {
   for (const n of names) predictors.push(await loadPredictor(n, importModule));
 
   const notes: string[] = [];
-  const files: string[] = [...(values.trace ?? [])];
+  const files: Array<{ path: string; season?: number }> = (values.trace ?? []).map((path) => ({ path }));
   if (values.all) {
-    files.push(join(REPO_ROOT, DEFAULT_TWITTER_TRACE));
+    files.push({ path: join(REPO_ROOT, DEFAULT_TWITTER_TRACE) });
     const dir = resolve(values["traces-dir"] ?? "../shared/traces");
     for (const f of SHARED_TRACES) {
-      const path = join(dir, f);
-      if (existsSync(path)) files.push(path);
-      else notes.push(`${f} not found in ${dir}: not in this table.`);
+      const path = join(dir, f.file);
+      if (!existsSync(path)) {
+        notes.push(`${f.file} not found in ${dir}: not in this table.`);
+        continue;
+      }
+      files.push({ path, ...(f.season !== undefined && season === undefined ? { season: f.season } : {}) });
+      if (f.note && season === undefined) notes.push(f.note);
     }
   }
   const traces: BacktestTrace[] = [];
   const seen = new Map<string, string>();
-  for (const path of files) {
+  for (const { path, season: traceSeason } of files) {
     const bytes = readFileSync(path);
     const hash = createHash("sha256").update(bytes).digest("hex");
+    const name = relative(REPO_ROOT, path);
     const same = seen.get(hash);
     if (same) {
-      notes.push(`${basename(path)} has the same bytes as ${same}: its rows are those of ${same}.`);
+      notes.push(`${name} has the same bytes as ${same}: its rows are those of ${same}.`);
       continue;
     }
-    seen.set(hash, basename(path));
-    traces.push({ name: basename(path), trace: parseTrace(bytes.toString("utf8")) });
+    seen.set(hash, name);
+    traces.push({ name, trace: parseTrace(bytes.toString("utf8")), ...(traceSeason !== undefined ? { season: traceSeason } : {}) });
   }
   const t0 = performance.now();
   const rows = runForecastBacktests(traces, predictors, options);

@@ -14,6 +14,8 @@ export interface BacktestTrace {
   /** How the report names it (e.g. its file name). */
   name: string;
   trace: TraceData;
+  /** Its season, minutes, when not the options' (a one-day trace cannot have a daily one). */
+  season?: number;
 }
 
 export interface ForecastBacktestOptions {
@@ -33,6 +35,7 @@ export interface BacktestRow {
   trace: string;
   measure: string;
   minutes: number;
+  season: number;
   result: BacktestResult;
 }
 
@@ -45,16 +48,16 @@ export function defaultStart(n: number, season: number, horizon: number): number
 }
 
 export function runForecastBacktests(traces: readonly BacktestTrace[], predictors: readonly Predictor[], options: ForecastBacktestOptions = {}): BacktestRow[] {
-  const season = options.season ?? 1440;
   const horizon = options.horizon ?? 60;
   const lead = options.lead ?? 5;
   const rows: BacktestRow[] = [];
   for (const t of traces) {
+    const season = t.season ?? options.season ?? 1440;
     const series = forecastSeries(t.trace);
     const start = options.start ?? defaultStart(series.values.length, season, horizon);
     for (const p of predictors) {
       const result = backtestPredictor(series.values, p, { start, season, horizon, lead, every: options.every ?? 1 });
-      rows.push({ trace: t.name, measure: series.measure, minutes: series.values.length, result });
+      rows.push({ trace: t.name, measure: series.measure, minutes: series.values.length, season, result });
     }
   }
   return rows;
@@ -66,6 +69,7 @@ export function backtestTable(rows: readonly BacktestRow[]): Array<Record<string
     trace: r.trace,
     "input (per minute)": r.measure,
     minutes: r.minutes,
+    season: r.season,
     predictor: r.result.predictor,
     "models used": r.result.methods.map((m) => m.replace(/\(α=.*$/, "")).filter((m, i, all) => all.indexOf(m) === i).join(" → "),
     "minutes scored": r.result.scored,
@@ -78,7 +82,6 @@ export function backtestTable(rows: readonly BacktestRow[]): Array<Record<string
 
 /** The report for reports/forecast-backtest.json (rendered by `npm run sim -- readme`). */
 export function backtestReport(rows: readonly BacktestRow[], options: ForecastBacktestOptions & { notes?: string[] } = {}): ScenarioResult {
-  const season = options.season ?? 1440;
   const horizon = options.horizon ?? 60;
   const lead = options.lead ?? 5;
   const best = new Map<string, BacktestRow>();
@@ -97,7 +100,7 @@ export function backtestReport(rows: readonly BacktestRow[], options: ForecastBa
     charts: [],
     notes: [
       `Each minute, every predictor forecasts the next ${horizon} minutes from the history before it (its state carried along, as the forecaster service carries it per app); the forecast made ${lead} minutes before a minute (MArk's τ, the machines' start time) is scored against that minute's actual.`,
-      `Season ${season} minutes; scoring starts once 2 seasons + a horizon are seen (or half the trace, if shorter), the same minute for every predictor of a trace; minutes without data are not scored.`,
+      "Scoring starts once 2 seasons + a horizon are seen (or half the trace, if shorter), the same minute for every predictor of a trace; minutes without data (and the partial minutes at a gap's edge) are not scored.",
       "Under-provisioned: the forecast was below the actual, so capacity planned on it would have been short before the SLO monitor and overflow step in; mean shortfall: by how much, when short.",
       ...(options.notes ?? []),
     ],

@@ -5,7 +5,7 @@
  * (further columns, e.g. `missing`, ignored). A zero count is a gap in the data in both (see
  * libs/sim/data/README.md); the scenarios decide what to do with gaps (mark-twitter fills them).
  */
-import { maxRatePerUnit } from "@sloserve/policy";
+import { maxRatePerUnit, median } from "@sloserve/policy";
 
 export interface TraceData {
   /** Width of one bin: 1000 for a per-second file, 60 000 for a per-minute one. */
@@ -47,6 +47,18 @@ export function minuteRates(trace: TraceData): number[] {
   return out;
 }
 
+/** A minute below this share of the trace's median rate is a gap (the partial minute at a gap's edge). */
+export const GAP_SHARE_OF_MEDIAN = 0.05;
+
+/**
+ * The rate at or under which a minute of a trace is a gap: 0, and the partial minutes at the edge of a
+ * gap (the Twitter trace's daily one), below 5% of the median of the positive minutes.
+ */
+export function gapThreshold(perMinute: readonly number[]): number {
+  const positive = perMinute.filter((x) => x > 0);
+  return positive.length > 0 ? GAP_SHARE_OF_MEDIAN * median(positive) : 0;
+}
+
 /** What the forecaster sees of a trace: one value per minute, and how it was measured. */
 export interface ForecastSeries {
   /** Per minute: queries per second (NaN: a gap in the data). */
@@ -58,17 +70,23 @@ export interface ForecastSeries {
 /**
  * A trace as the forecaster's input (MArk §4.2: per minute, the maximum rate over 5 s windows —
  * forecast.ts `maxRatePerUnit`): exact for a per-second trace; a per-minute trace has no finer
- * resolution, so its mean rate per minute stands in. Gaps (a minute with no arrivals at all: a zero
- * count is a gap in these traces, see parseTrace) are NaN, which forecasters skip and backtests do not
- * score.
+ * resolution, so its mean rate per minute stands in. Gaps are NaN, which forecasters skip and
+ * backtests do not score: minutes with no arrivals (a zero count is a gap in these traces, see
+ * parseTrace) and the partial minutes at a gap's edge ({@link gapThreshold}), whose tiny values would
+ * otherwise dominate a percentage error.
  */
 export function forecastSeries(trace: TraceData, sampleS = 5): ForecastSeries {
-  if (trace.binMs === 60_000) return { values: trace.counts.map((c) => (c > 0 ? c / 60 : NaN)), measure: "mean per minute" };
-  if (trace.binMs !== 1000) throw new Error(`trace bins of ${trace.binMs} ms: the forecaster's input needs per-second or per-minute counts`);
-  const max = maxRatePerUnit(trace.counts, sampleS, 60);
-  const values = max.map((v, m) => {
-    for (let s = m * 60; s < (m + 1) * 60; s++) if ((trace.counts[s] ?? 0) > 0) return v;
-    return NaN;
-  });
-  return { values, measure: `max of ${sampleS} s windows` };
+  let values: number[];
+  let measure: string;
+  if (trace.binMs === 60_000) {
+    values = trace.counts.map((c) => c / 60);
+    measure = "mean per minute";
+  } else if (trace.binMs === 1000) {
+    values = maxRatePerUnit(trace.counts, sampleS, 60);
+    measure = `max of ${sampleS} s windows`;
+  } else {
+    throw new Error(`trace bins of ${trace.binMs} ms: the forecaster's input needs per-second or per-minute counts`);
+  }
+  const gap = gapThreshold(values);
+  return { values: values.map((v) => (v > gap ? v : NaN)), measure };
 }

@@ -17,8 +17,9 @@ describe("forecast backtest", () => {
     expect(s.measure).toBe("max of 5 s windows");
     expect(s.values).toEqual([12, NaN, 6]);
     // Per minute: the mean rate; a zero minute is a gap.
-    const m = forecastSeries(parseTrace("minute,tweets,missing\n0,120,0\n1,0,1\n2,600,0"));
-    expect(m).toEqual({ values: [2, NaN, 10], measure: "mean per minute" });
+    const m = forecastSeries(parseTrace("minute,tweets,missing\n0,120,0\n1,0,1\n2,600,0\n3,3,0"));
+    // minute 3: 3 per minute = 0.05 q/s, under 5% of the median positive rate (median(2, 10, 0.05) = 2 → 0.1): a partial minute, a gap
+    expect(m).toEqual({ values: [2, NaN, 10, NaN], measure: "mean per minute" });
   });
 
   it("forecast-backtest - the table's arithmetic on a hand-made per-minute trace", () => {
@@ -33,7 +34,7 @@ describe("forecast backtest", () => {
     expect(rows[0]!.result).toMatchObject({ predictor: "last-value", scored: 3, origins: 3, rmse: 2, underProvisionRate: 1 });
     expect(rows[0]!.result.mape).toBeCloseTo((0.5 + 0.4 + 1 / 3) / 3, 12);
     expect(backtestTable(rows)[0]).toEqual({
-      trace: "ramp", "input (per minute)": "mean per minute", minutes: 6, predictor: "last-value", "models used": "last-value",
+      trace: "ramp", "input (per minute)": "mean per minute", minutes: 6, season: 4, predictor: "last-value", "models used": "last-value",
       "minutes scored": 3, "MAPE %": 41.1, "RMSE (q/s)": 2, "under-provisioned %": 100, "mean shortfall %": 41.1,
     });
     expect(defaultStart(24_480, 1440, 60)).toBe(2940);

@@ -82,8 +82,9 @@ export function digitsCascadeSpec(overrides: Partial<PipelineSpecInput> = {}): P
  * seed 1 (`syntheticSpecs`: 21 of them turned by 180°), the classifier turned 29 of 288 boxes (0.10).
  * SLO: on a 2-core machine (one CPU worker, variants profiled), 60 generated images of that seed queried
  * three times each, one at a time, took 162-187 ms at the median and 872-1329 ms at the 99th percentile
- * (two runs; recognition dominates, ~95 ms per box); four clients at once, 1335-1533 ms: 1500 ms
- * (docs/PIPELINES.md "The ocr pipeline").
+ * (two runs on a quiet machine; recognition dominates, ~95 ms per box); four clients at once, 1335-1533 ms;
+ * 1443 ms one at a time while other test suites loaded the machine: 1500 ms (docs/PIPELINES.md "The ocr
+ * pipeline").
  */
 export function ocrPipelineSpec(overrides: Partial<PipelineSpecInput> = {}): PipelineSpecInput {
   return {

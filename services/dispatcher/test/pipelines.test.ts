@@ -193,6 +193,9 @@ describe("pipelines - registry", () => {
     ["an invalid name", { ...cascade, name: "a.b" }, "invalid_name", "invalid pipeline name \"a.b\": use 1-64 letters, digits, '_' or '-', starting with a letter or digit"],
     ["a spec that is not an object", "cascade", "invalid_pipeline", "a pipeline spec is a JSON object"],
     ["a misspelt field", { ...cascade, name: "c4", stage: [] }, "invalid_pipeline", 'invalid pipeline c4: (body): Unrecognized key: "stage"'],
+    // InferLine Algorithm 1 on the profiles: 0.3 + 0.3 ms at batch 1 > 0.5 ms (libs/policy pipelineSloCheck).
+    ["an SLO no configuration can meet", { ...cascade, name: "c5", slo: { p99_ms: 0.5 } }, "infeasible",
+      `pipeline c5: service time 0.6 ms at batch 1 on the fastest hardware exceeds the SLO of 0.5 ms on the path fast → accurate: the slowest on it is stage fast (model ${FAST}) (0.3 ms on cpu-fp32-t1); the path takes fast 0.3 ms + accurate 0.3 ms`],
   ];
   it.each(bad)("pipelines - a bad spec is refused with a clear error: %s", async (_what, spec, code, message) => {
     const r = await registry(subjects.registerPipeline, { spec });

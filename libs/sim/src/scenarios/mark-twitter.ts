@@ -13,9 +13,9 @@
  * flash-crowd spikes. Three days before the window are the forecaster's history; the window starts at
  * 06:00 of the fourth day (the morning ramp).
  */
-import { createRng, lowerQuantileSorted, median, type Predictor } from "@sloserve/policy";
+import { createRng, lowerQuantileSorted, type Predictor } from "@sloserve/policy";
 import type { Scenario, ScenarioOptions, ScenarioResult } from "../scenario.js";
-import { minuteRates } from "../trace.js";
+import { gapThreshold, minuteRates } from "../trace.js";
 import type { RateSchedule } from "../workload.js";
 import { markResult } from "./mark-report.js";
 import { historyFromRates, inceptionV3, runMark, type MarkSystem } from "./mark-system.js";
@@ -51,17 +51,13 @@ export function twitterLikeMinutes(days: number, peakQps: number, seed: number):
   return out;
 }
 
-/** A minute below this share of the trace's median rate is a gap (the partial minute at a gap's edge). */
-const GAP_SHARE_OF_MEDIAN = 0.05;
-
 /**
  * Per-minute mean rates of a trace → the scenario's per-minute rates: gap minutes (zero, or below 5%
  * of the median: the partial minutes at the edge of the Twitter trace's daily gap) take the previous
  * minute's rate; then mapped linearly p1 → peak/4, p99 → peak, with a floor at peak/8.
  */
 export function scaleTwitterTrace(perMinuteQps: readonly number[], peakQps: number): number[] {
-  const positive = perMinuteQps.filter((x) => x > 0);
-  const gapBelow = positive.length > 0 ? GAP_SHARE_OF_MEDIAN * median(positive) : 0;
+  const gapBelow = gapThreshold(perMinuteQps);
   const minutes = [...perMinuteQps];
   for (let i = 0; i < minutes.length; i++) if (!(minutes[i]! > gapBelow)) minutes[i] = i > 0 ? minutes[i - 1]! : 0;
   const sorted = minutes.filter((x) => x > 0).sort((a, b) => a - b);

@@ -263,6 +263,12 @@ export interface ReplaySimInput {
   /** Function invocation: cold start (process start, runtime, model load) and warm execution, ms. */
   functionColdStartMs: number;
   functionWarmMs: number;
+  /**
+   * How much slower than profiled the workers ran (observed / profiled batch time, measured live from
+   * the workers' reports: the machine's other load and our own processes): every machine's batches
+   * take this × their profile. @default 1
+   */
+  slowdown?: number;
   seed: number;
 }
 
@@ -333,9 +339,13 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
   const workers: number[] = [];
   const forecast: number[] = [];
   const initial = new Set<Machine>(sim.machines);
+  const slowdown = Math.max(1, input.slowdown ?? 1);
+  for (const m of sim.machines) m.slowdown = slowdown;
   sim.every(
     1000,
     () => {
+      // Machines launched since the last second are still booting (their boot takes seconds): they run slowed down from the start.
+      for (const m of sim.machines) m.slowdown = slowdown;
       workers.push(sim.machines.filter((m) => m.state === "running").length);
       forecast.push(latest?.values[0] ?? NaN);
     },
@@ -459,7 +469,7 @@ export const REPLAY_DEFAULT_PROFILE: VariantProfile = {
   resources: { threads: 1, memoryBytes: 90e6 },
 };
 
-export const REPLAY_DEFAULTS = { app: "heavy", sloMs: 250, minAccuracy: 0, peakQps: 90, speedup: 144, startMinute: 0, minutes: 1440 } as const;
+export const REPLAY_DEFAULTS = { app: "heavy", sloMs: 1000, minAccuracy: 0, peakQps: 90, speedup: 144, startMinute: 0, minutes: 1440 } as const;
 
 export const replayScenario: Scenario = {
   name: "replay",

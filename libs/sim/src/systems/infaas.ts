@@ -24,8 +24,9 @@
  *   heartbeating and is replaced with the variants it ran. Every machine is the autoscaler's own (it
  *   may terminate any) unless `unmanagedWorkers` says the initial ones are not (a stack's own workers).
  * - **Overflow** (with `overflow`): per query routed to a variant, the live dispatcher's decision
- *   (libs/policy `overflowInputFor` + `decideOverflow`, from the variant's ready replicas, or its
- *   loading ones with their load latency when none is ready) sends it to the function pool instead.
+ *   (libs/policy `overflowInputFor` + `decideOverflow`, from the variant's ready replicas slowed down
+ *   by what the last second's batches took, `observedOverflowCapacity`, or its loading ones with their
+ *   load latency when none is ready) sends it to the function pool instead.
  *
  * Modes: "infaas" (all of it), "horizontal" (SM+: one fixed variant, replicas only), "static"
  * (Clipper+: pre-loaded instances, no scaling).
@@ -62,6 +63,7 @@ import {
   type MachinePlanConfig,
   type OverflowCapacity,
   decideOverflow,
+  observedOverflowCapacity,
   overflowInputFor,
   profiledLatencyAt,
 } from "@sloserve/policy";
@@ -250,6 +252,14 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   /** Tightest latency SLO per app and when it was last seen (the dispatchers' arrival reports). */
   const sloSeen = new Map<string, { sloMs: number; atMs: number }>();
   const overflowCapacity = (v: VariantProfile, instances: number): OverflowCapacity => ({ instances, peakQpsPerInstance: v.peakQps, wbatchMs: opts.waitMs ?? 0, batchLatencyMs: profiledLatencyAt(v.latencyMs, v.batchSize) });
+  /** As the dispatcher sees its serving instances: the profile slowed down by the last second's batches (libs/policy observedOverflowCapacity). */
+  const servingCapacity = (v: VariantProfile, queue: Queue, instances: number): OverflowCapacity => {
+    const sec = Math.floor(sim.nowMs / 1000) * 1000;
+    const batches = queue.batchesDone.sum(sec - 1000, sec);
+    const observed = batches > 0 ? { batches, batchP50Ms: queue.observedMs.sum(sec - 1000, sec) / batches, batchSizeP50: queue.served.sum(sec - 1000, sec) / batches } : undefined;
+    const record = { maxBatch: v.batchSize, batchWaitMs: opts.waitMs ?? 0, profile: { peakQps: v.peakQps, latencyMs: v.latencyMs as Readonly<Record<string, number>>, loadLatencyMs: v.loadLatencyMs } };
+    return observedOverflowCapacity(record, instances, observed) ?? overflowCapacity(v, instances);
+  };
   sim.setRouter((q, from, cause) => {
     if (cause === "served") {
       if (from !== null && opts.sloMonitor && from !== opts.overflow?.pool) sample(q.app, sim.nowMs - q.arrivalMs > q.sloMs);
@@ -277,7 +287,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       const loading = queue.replicas.filter((r) => r.state === "loading").length;
       const o = decideOverflow(
         overflowInputFor({
-          serving: ready > 0 ? [overflowCapacity(d.variant, ready)] : [],
+          serving: ready > 0 ? [servingCapacity(d.variant, queue, ready)] : [],
           ...(loading > 0 ? { starting: { capacity: [overflowCapacity(d.variant, loading)], inMs: d.variant.loadLatencyMs } } : {}),
           queueAhead: queue.length,
           nowMs: sim.nowMs,
