@@ -169,12 +169,17 @@ async function main(): Promise<void> {
     const times = arrivalTimes(new ScheduledArrivals(constantRate(qps, seconds), cv), createRng(seed));
     console.error(`${name}: ${times.length} queries at ${qps} qps (CV ${cv}) over ${seconds} s; SLO ${spec.slo.p99_ms} ms; plan: ${shown.plan ? `${shown.plan.state}, ${Object.entries(shown.plan.stages).map(([s, p]) => `${s} ${p.replicas}×${p.variant}`).join(", ")}` : "none"}`);
 
-    // Warm-up: the first queries of a cold stack load variants; they are not part of the trace.
+    // Warm-up, evenly at the trace's rate (a burst would be traffic the Tuner reacts to): the first queries
+    // of a cold stack load variants and warm the runtimes; they are not part of the trace.
     const warmup = Number(values["warmup-seconds"]);
+    const warmupStart = Date.now();
+    const warming: Array<Promise<void>> = [];
     for (let i = 0; i < warmup * qps; i++) {
-      const r = await send(base, bodies[i % bodies.length]!);
-      if (r.error) console.error(`warm-up query failed: ${r.error}`);
+      const wait = warmupStart + (i * 1000) / qps - Date.now();
+      if (wait > 0) await new Promise((res) => setTimeout(res, wait));
+      warming.push(send(base, bodies[i % bodies.length]!).then((r) => void (r.error && console.error(`warm-up query failed: ${r.error}`))));
     }
+    await Promise.all(warming);
 
     // The replay, open loop, with the live replica counts polled every second.
     const status0 = await getJson<{ variants: VariantRecord[]; workers: WorkerReport[] }>(base, "/v1/status");

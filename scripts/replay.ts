@@ -6,8 +6,10 @@ import { connect, headers as natsHeaders, type NatsConnection, type Subscription
 import { contentTypes, costSummarySchema, decodeTensors, encodeTensors, forecastMessageSchema, headers, subjects, workerReportSchema, type CostSummary, type VariantRecord } from "@sloserve/contracts";
 import { createRng, profiledLatencyAt, quantile, toVariantProfile, type VariantProfile } from "@sloserve/policy";
 import {
+  AUTO_PEAK_WORKERS,
   DEFAULT_TWITTER_TRACE,
   REPLAY_DEFAULTS,
+  autoPeakQps,
   parseTrace,
   renderReplaySvg,
   replayArrivals,
@@ -38,7 +40,7 @@ import { Network, exportNetwork } from "@sloserve/zoo";
  */
 
 const USAGE = `usage: npm run replay -- --out DIR [--trace FILE] [--speedup K] [--start-minute S] [--minutes M]
-       [--peak-qps Q] [--app APP] [--slo-ms MS] [--min-accuracy A] [--base URL [--nats URL]]
+       [--peak-qps Q|auto] [--app APP] [--slo-ms MS] [--min-accuracy A] [--base URL [--nats URL]]
        [--max-workers N] [--seed N] [--no-progress]
        npm run -s replay -- --print-env [--speedup K]   (the stack's environment, for --base)`;
 
@@ -48,7 +50,7 @@ const { values } = parseArgs({
     speedup: { type: "string", default: String(REPLAY_DEFAULTS.speedup) },
     "start-minute": { type: "string", default: String(REPLAY_DEFAULTS.startMinute) },
     minutes: { type: "string", default: String(REPLAY_DEFAULTS.minutes) },
-    "peak-qps": { type: "string", default: String(REPLAY_DEFAULTS.peakQps) },
+    "peak-qps": { type: "string", default: "auto" },
     app: { type: "string", default: REPLAY_DEFAULTS.app },
     "slo-ms": { type: "string", default: String(REPLAY_DEFAULTS.sloMs) },
     "min-accuracy": { type: "string", default: String(REPLAY_DEFAULTS.minAccuracy) },
@@ -76,7 +78,7 @@ const num = (name: string, v: string | undefined, ok: (n: number) => boolean = N
 const speedup = num("speedup", values.speedup, (n) => n >= 1);
 const startMinute = num("start-minute", values["start-minute"], (n) => Number.isInteger(n) && n >= 0);
 const minutes = num("minutes", values.minutes, (n) => Number.isInteger(n) && n >= 1);
-const peakQps = num("peak-qps", values["peak-qps"], (n) => n > 0);
+const peakGiven = values["peak-qps"] === "auto" ? undefined : num("peak-qps", values["peak-qps"], (n) => n > 0);
 const sloMs = num("slo-ms", values["slo-ms"], (n) => n > 0);
 const minAccuracy = num("min-accuracy", values["min-accuracy"], (n) => n >= 0 && n <= 1);
 const seed = num("seed", values.seed, Number.isInteger);
@@ -101,10 +103,9 @@ const say = (line: string): void => console.log(`[replay] ${line}`);
 
 const config = replayConfig({ speedup, app, sloMs, minAccuracy, maxWorkers });
 const trace = parseTrace(readFileSync(values.trace === DEFAULT_TWITTER_TRACE ? resolve(REPO_ROOT, values.trace) : resolve(userDir, values.trace), "utf8"));
-const schedule = replaySchedule(trace, { startMinute, minutes, peakQps }, speedup);
-const arrivals = replayArrivals(schedule, seed);
+// Checked before anything starts (the peak is known once the app is profiled).
+replaySchedule(trace, { startMinute, minutes, peakQps: peakGiven ?? 1 }, speedup);
 const env = replayStackEnv(config);
-say(`${values.trace}: minutes ${startMinute} … ${startMinute + minutes - 1} (${schedule.gapMinutes} gap minutes filled), peak ${peakQps} qps, ${speedup}× → ${(schedule.durationMs / 60_000).toFixed(2)} min, ${arrivals.length} queries`);
 
 // ------------------------------------------------------------------------------------ the stack
 
@@ -202,6 +203,11 @@ if (shape.some((d) => d <= 0)) throw new Error(`input ${input.name} of ${app} ha
 const count = shape.reduce((a, b) => a * b, 1);
 const rng = createRng(seed + 1);
 const payload = encodeTensors([{ name: input.name, datatype: "FP32", shape, data: Float32Array.from({ length: count }, () => rng.next()) }]);
+const peakQps = peakGiven ?? autoPeakQps(variants, config);
+if (peakQps === undefined) throw new Error(`--peak-qps auto: no profiled CPU variant of ${app} meets the SLO of ${sloMs} ms`);
+const schedule = replaySchedule(trace, { startMinute, minutes, peakQps }, speedup);
+const arrivals = replayArrivals(schedule, seed);
+say(`${values.trace}: minutes ${startMinute} … ${startMinute + minutes - 1} (${schedule.gapMinutes} gap minutes filled), peak ${peakQps} qps${peakGiven === undefined ? ` (auto: ${AUTO_PEAK_WORKERS} × 80% of one worker's planned capacity)` : ""}, ${speedup}× → ${(schedule.durationMs / 60_000).toFixed(2)} min, ${arrivals.length} queries`);
 say(`app ${app}: ${variants.length} profiled CPU variant(s): ${variants.map((v) => `${v.name} (${v.peakQps.toFixed(0)} qps, b1 ${v.latencyMs[1]?.toFixed(1) ?? "?"} ms)`).join(", ")}; query ${shape.join("×")} FP32 (${payload.length} bytes), SLO ${sloMs} ms, accuracy ≥ ${minAccuracy}`);
 
 // ------------------------------------------------------------------------------------ the bus

@@ -14,11 +14,15 @@
  * they learn, and backtests do not score them.
  *
  * Caveats: both forecasters are point forecasts of the mean path; roughly half the minutes come out
- * under the actual (the backtest's under-provision rate measures it). MArk absorbs the shortfall with
- * Lambda overflow and the reactive SLO monitor rather than with a forecast margin.
+ * under the actual (the backtest's under-provision rate measures it: forecast-backtest.ts,
+ * `npm run forecast:backtest`). MArk absorbs the shortfall with Lambda overflow and the reactive SLO
+ * monitor rather than with a forecast margin.
  */
 
-/** A forecaster: from a history (NaN = gap) to `horizon` forecasts of the steps after it. */
+/**
+ * A forecaster: from a history (NaN = gap) to `horizon` forecasts of the steps after it. The interface a
+ * user's predictor module implements (predictors.ts `module:<path>`; examples/predictor-recent-peak.js).
+ */
 export interface Forecaster {
   name: string;
   forecast(history: readonly number[], horizon: number): number[];

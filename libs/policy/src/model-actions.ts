@@ -20,9 +20,11 @@
  *    When none loaded, or after `swapTimeoutMs`, the swap is abandoned with its reason and the old
  *    instances stay (the autoscaler removes a surplus later, after T_v).
  * 3b. **Floors** (pipeline plans, `floors`): per variant, the instances the plans want across the
- *    workers (summed over plans). Those that neither run, load nor are on their way are placed one by
- *    one with {@link chooseWorker} (no oversubscription), first among the workers that do not run the
- *    variant yet (replicas spread), then among all; what no worker can take is escalated. The floor's
+ *    workers (summed over plans). Those that neither run, load nor are on their way are placed one at a
+ *    time with {@link chooseWorker} (no oversubscription), in rounds over the floors (one instance of
+ *    each in turn, so that scarce room is shared between a pipeline's stages), first among the workers
+ *    that do not run the variant yet (replicas spread), then among all; what no worker can take is
+ *    escalated. The floor's
  *    instances, counted on the workers that run most of them, are protected from step 4's scale-downs
  *    (`minInstancesByVariant`), and their model is scaled horizontally only there. A floor lowered
  *    since the last tick (a Tuner scale-down) or lifted (its pipeline gone) unloads the instances it no
@@ -343,14 +345,19 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
       surplus--;
     }
   }
-  for (const f of [...floors.values()].sort((a, b) => (a.variant < b.variant ? -1 : a.variant > b.variant ? 1 : 0))) {
-    const v = profiles.get(f.variant);
-    if (!v || f.count <= 0) continue;
-    floorCounts[f.variant] = f.count;
-    const total = (): number => instancesOf(v.name);
-    let missing = f.count - total();
-    let refusal = "";
-    for (; missing > 0; missing--) {
+  // Placement in rounds, one instance per floor in turn: scarce room is shared between the stages.
+  const wanted = [...floors.values()]
+    .sort((a, b) => (a.variant < b.variant ? -1 : a.variant > b.variant ? 1 : 0))
+    .flatMap((f) => {
+      const v = profiles.get(f.variant);
+      return v && f.count > 0 ? [{ f, v, missing: f.count - instancesOf(v.name), refusal: "" }] : [];
+    });
+  for (const x of wanted) floorCounts[x.f.variant] = x.f.count;
+  for (let placed = true; placed; ) {
+    placed = false;
+    for (const x of wanted) {
+      if (x.missing <= 0 || x.refusal) continue;
+      const { f, v } = x;
       const others = (spread: boolean): WorkerView[] => [...views.values()].map((o) => ({
         worker: o.w.name, hardware: o.w.kind, utilisation: o.w.utilisation, threads: 0, threadsUsed: 0, seenAtMs: o.w.seenAtMs, free: o.free,
         variants: spread ? [...o.runs].filter(([, r]) => r.ready + r.loading > 0).map(([name]) => name) : [],
@@ -360,13 +367,17 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
       if (choice.worker === undefined) choice = chooseWorker(others(false), request, nowMs);
       const target = choice.worker === undefined ? undefined : views.get(choice.worker);
       if (!target) {
-        refusal = choice.reason;
-        break;
+        x.refusal = choice.reason;
+        continue;
       }
-      command(target, "add", v.model, v.name, 1, `${f.reason}: ${total()} of ${f.count} ${v.name} running; placed on ${target.w.name}: ${choice.reason}`);
+      command(target, "add", v.model, v.name, 1, `${f.reason}: ${instancesOf(v.name)} of ${f.count} ${v.name} running; placed on ${target.w.name}: ${choice.reason}`);
+      x.missing--;
+      placed = true;
     }
+  }
+  for (const { f, v, missing, refusal } of wanted) {
     if (missing > 0) {
-      actions.push({ kind: "escalate", worker: f.owner, model: v.model, hardware: kindOf(v), variant: v.name, count: missing, reason: `${f.reason}: ${total()} of ${f.count} ${v.name} running and no worker can take ${missing} more (${refusal})` });
+      actions.push({ kind: "escalate", worker: f.owner, model: v.model, hardware: kindOf(v), variant: v.name, count: missing, reason: `${f.reason}: ${instancesOf(v.name)} of ${f.count} ${v.name} running and no worker can take ${missing} more (${refusal})` });
     }
     let left = f.count;
     const holders = [...views.values()]

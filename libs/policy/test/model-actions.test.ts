@@ -277,6 +277,14 @@ describe("model-actions - floors (pipeline plans)", () => {
     expect(got[0]).toEqual(["add d1 ×1 on a", "add d1 ×1 on b", "add d1 ×1 on a", "escalate d1 ×1 (cpu)"]);
   });
 
+  it("model-actions - floors: scarce room is shared between the floors, one instance of each in turn", () => {
+    // 4 free threads; d1 ×3 (1 thread each) and d8 ×2 (2 threads each) wanted. Round 1: d1 (3 left), d8
+    // (1 left); round 2: d1 (0 left), then d8 finds no room; round 3: d1 none either → one of each escalated
+    // (placed in variant order, d1 would have taken 3 threads and d8 only 0).
+    const got = runFloors([{ workers: [w("a", 0, {}, threads(4))], want: [] }], [floor("d1", 3), floor("d8", 2)]);
+    expect(got[0]).toEqual(["add d1 ×1 on a", "add d8 ×1 on a", "add d1 ×1 on a", "escalate d1 ×1 (cpu)", "escalate d8 ×1 (cpu)"]);
+  });
+
   it("model-actions - floors: adds in flight count; a floor met adds nothing", () => {
     const got = runFloors([
       { workers: [w("a", 0, {}, threads(4))], want: [] },

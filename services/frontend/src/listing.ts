@@ -7,6 +7,8 @@ export function describeVariant(v: VariantRecord): Record<string, unknown> {
     name: v.name,
     hardware: v.hardware,
     batch_size: v.maxBatch,
+    /** Wbatch: tuned to the model's tightest SLO once profiled (MArk §4.3); 0 until then. */
+    batch_wait_ms: v.batchWaitMs,
     quantization: v.quantization,
     threads: v.threads,
     accuracy: v.accuracy,

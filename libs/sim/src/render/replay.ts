@@ -18,6 +18,7 @@ const PANELS = [
 
 /** Per panel and series, points averaged over `binS` seconds (a day at 144× is 600 s: 10 s bins keep it readable). */
 export function replayChartSpec(rows: readonly ReplaySeriesRow[], title: string, speedup: number, binS = 5): TopLevelSpec {
+  const startMinute = rows[0]?.trace_minute ?? 0;
   const values: Array<{ panel: string; series: string; x: number; y: number }> = [];
   for (const p of PANELS) {
     for (const side of ["live", "sim"] as Side[]) {
@@ -27,7 +28,7 @@ export function replayChartSpec(rows: readonly ReplaySeriesRow[], title: string,
         const ys = chunk.map((r) => r[side]?.[p.key]).filter((y): y is number => typeof y === "number" && Number.isFinite(y));
         if (ys.length === 0) continue;
         const y = p.key === "workers" ? Math.max(...ys) : ys.reduce((a, b) => a + b, 0) / ys.length;
-        values.push({ panel: p.panel, series: `${side} ${p.label}`, x: Math.round((((chunk[0]?.t_s ?? 0) * speedup) / 60) * 10) / 10, y });
+        values.push({ panel: p.panel, series: `${side} ${p.label}`, x: startMinute + Math.round((((chunk[0]?.t_s ?? 0) * speedup) / 60) * 10) / 10, y });
       }
     }
   }
@@ -41,7 +42,7 @@ export function replayChartSpec(rows: readonly ReplaySeriesRow[], title: string,
       height: 130,
       mark: { type: "line", strokeWidth: 1.2, interpolate: "step-after" },
       encoding: {
-        x: { field: "x", type: "quantitative", title: "trace minute" },
+        x: { field: "x", type: "quantitative", title: "trace minute", scale: { nice: false, zero: false } },
         y: { field: "y", type: "quantitative", title: null },
         color: {
           field: "series",

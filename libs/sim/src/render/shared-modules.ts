@@ -53,10 +53,10 @@ const ROWS: Row[] = [
     simulator: "systems/infaas.ts VM autoscaler",
   },
   {
-    module: "forecast.ts, forecast-plan.ts",
-    decides: "MArk's predictor: per-minute max rates, Holt-Winters; the live choice of forecaster (`planForecast`)",
-    service: "forecaster (forecast.ts and forecast-plan.ts)",
-    simulator: "scenarios/mark-system.ts (planForecast, as the forecaster service)",
+    module: "forecast.ts, forecast-plan.ts, predictors.ts, forecast-backtest.ts",
+    decides: "MArk's predictor: per-minute max rates, seasonal-naive, Holt-Winters; the predictor registry (`auto` = `planForecast`'s choice, the built-in names, a user's module) and the backtest's scoring",
+    service: "forecaster (each app's predictor from the registry: `FORECASTER`, `FORECASTER_BY_APP`)",
+    simulator: "scenarios/mark-system.ts (the run's predictor from the registry, `--predictor`, auto by default); forecast-backtest.ts (`npm run forecast:backtest`)",
   },
   {
     module: "overflow.ts, overflow-prewarm.ts",
@@ -65,10 +65,10 @@ const ROWS: Row[] = [
     simulator: "scenarios/mark-system.ts (`overflowInputFor` + `decideOverflow` per arrival, from the ready replicas)",
   },
   {
-    module: "provisioning.ts, slo-monitor.ts, batch-tuning.ts, baselines-sagemaker.ts",
-    decides: "MArk: Algorithm 1 provisioning, SLO monitor, batch tuning; SageMaker target tracking",
-    service: "vm-autoscaler (provisioning.ts, slo-monitor.ts through machine-plan.ts)",
-    simulator: "scenarios/mark-system.ts (mark-twitter, mark-mmpp, combined); combined.ts (batch tuning of INFaaS's EC2 variants)",
+    module: "provisioning.ts, slo-monitor.ts, batch-tuning.ts, batch-wait.ts, baselines-sagemaker.ts",
+    decides: "MArk: Algorithm 1 provisioning, SLO monitor, batch tuning (`tunedBatching`: Nbatch, Wbatch and μ* of a profile under an SLO; `planBatchWaits`: the live Wbatch of each profiled variant, for its model's tightest SLO); SageMaker target tracking",
+    service: "vm-autoscaler (provisioning.ts, slo-monitor.ts, and tunedBatching for the capacity per worker, through machine-plan.ts); registrar (batching.ts: batch-wait.ts, stored on the variants; the executors apply it live)",
+    simulator: "scenarios/mark-system.ts (mark-twitter, mark-mmpp, combined: each type's batching and capacity by `tunedBatching`); combined.ts (batch tuning of INFaaS's EC2 variants)",
   },
   {
     module: "pipeline.ts, pipeline-spec.ts, pipeline-run.ts, estimator.ts, planner.ts, tuner.ts, baselines-cg.ts, baselines-autoscale.ts",

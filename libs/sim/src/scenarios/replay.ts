@@ -13,18 +13,24 @@
  * live replayer sends exactly these times and the simulator replays them.
  *
  * The control loops' time settings are compressed by K ({@link replayConfig}): the VM's boot delay,
- * the cool-down, the billing minimum, the plan period, the SLO monitor's period, the forecaster's unit,
- * the functions' keep-alive — each its trace-time value / K, with floors where the service cannot go
- * lower: the forecaster's unit is whole seconds (the dispatchers report arrivals once a second), so
- * above K = 60 one unit spans K/60 trace minutes on both sides. What is not compressed: queries (their
- * SLO, latencies, cold starts, an executor process's start), the services' 1-2 s ticks and the
- * heartbeat timeout. Money: instances are billed for their real lifetime × K (trace seconds), per
+ * the cool-down, the billing minimum, the plan period, the SLO monitor's period, the forecaster's unit
+ * — each its trace-time value / K, with floors where what they pace is not compressed: the
+ * forecaster's unit is whole seconds (the dispatchers report arrivals once a second), so above K = 60
+ * one unit spans K/60 trace minutes on both sides; the cool-down is at least the plan's boot time (an
+ * executor process takes seconds to start whatever K is: a shorter cool-down gives workers back before
+ * they could serve, which MArk's 6 min cool-down against its 5 min start-up never does). What is not
+ * compressed: queries (their SLO, latencies), an executor process's start, a function's cold start
+ * and so the functions' keep-alive (10 min: compressed to seconds, every burst would pay cold starts
+ * that take longer than the burst), the services' 1-2 s ticks and the heartbeat timeout. Money: instances are billed for their real lifetime × K (trace seconds), per
  * second with EC2's 60 s minimum counted in trace seconds ({@link traceDollars}); function invocations
  * are billed as they ran (their duration is not compressed).
  *
  * Pure: takes the trace, the settings, the variants and the measured boot and cold-start times.
  */
-import { createRng, ec2Cost, lambdaCost, maxRatePerUnit, planForecast, pricePerSecond, quantile, type AppForecast, type ForecastPlanState, type VariantProfile } from "@sloserve/policy";
+import {
+  DEFAULT_MACHINE_PLAN_CONFIG, createRng, ec2Cost, lambdaCost, maxRatePerUnit, planForecast, pricePerSecond, quantile, workerCapacityForApp,
+  type AppForecast, type ForecastPlanState, type VariantProfile,
+} from "@sloserve/policy";
 import { Simulator, type Machine, type MachineOptions } from "../engine.js";
 import { installInfaas } from "../systems/infaas.js";
 import type { Chart, Scenario, ScenarioResult } from "../scenario.js";
@@ -43,8 +49,6 @@ export const TRACE_TIME = {
   unitS: 60,
   /** MArk's SLO monitor period (SLO_PERIOD_MS). */
   sloPeriodS: 10,
-  /** Function keep-alive (FUNCTION_KEEP_ALIVE_MS): today's Lambda recycles idle instances after 5-15 min. */
-  functionKeepAliveS: 600,
 } as const;
 
 export interface ReplayOptions {
@@ -81,6 +85,7 @@ export interface ReplayConfig extends Required<ReplayOptions> {
   sampleS: number;
   season: number;
   horizon: number;
+  /** Not compressed (see the module comment). */
   functionKeepAliveMs: number;
 }
 
@@ -103,7 +108,7 @@ export function replayConfig(o: ReplayOptions): ReplayConfig {
     ...o,
     bootDelayMs,
     planBootMs: bootDelayMs + 5000,
-    cooldownMs: Math.round((TRACE_TIME.cooldownS * 1000) / k),
+    cooldownMs: Math.max(bootDelayMs + 5000, Math.round((TRACE_TIME.cooldownS * 1000) / k)),
     billingMinimumMs: Math.round((TRACE_TIME.billingMinimumS * 1000) / k),
     planPeriodMs: unitS * 1000,
     sloPeriodMs: Math.max(1, Math.round((TRACE_TIME.sloPeriodS * 1000) / k)),
@@ -111,7 +116,7 @@ export function replayConfig(o: ReplayOptions): ReplayConfig {
     sampleS: unitS >= 5 && unitS % 5 === 0 ? 5 : 1,
     season: Math.max(2, Math.round(86_400 / (k * unitS))),
     horizon: 60,
-    functionKeepAliveMs: Math.max(1000, Math.round((TRACE_TIME.functionKeepAliveS * 1000) / k)),
+    functionKeepAliveMs: 600_000,
   };
 }
 
@@ -140,6 +145,21 @@ export function replayStackEnv(c: ReplayConfig): { all: Record<string, string>; 
       COST_EVERY_MS: "1000",
     },
   };
+}
+
+/** The default peak is this many times what one worker is planned to serve. */
+export const AUTO_PEAK_WORKERS = 1.5;
+
+/**
+ * The default peak: 1.5 × what the machine plan counts one new worker for at its target utilisation
+ * (libs/policy `workerCapacityForApp` × 0.8, the vm-autoscaler's own figure, from the registry's
+ * profiles): the plan must then run a second worker in the trace's busiest minutes and one in its
+ * quiet hours, while the load stays within what two cores serve if the profile is right. Undefined
+ * when no variant of the app is profiled.
+ */
+export function autoPeakQps(variants: readonly VariantProfile[], c: ReplayConfig): number | undefined {
+  const one = workerCapacityForApp(variants, c.app, "cpu", { threads: c.workerThreads, memoryBytes: Infinity }, c.sloMs);
+  return one ? Math.round(AUTO_PEAK_WORKERS * DEFAULT_MACHINE_PLAN_CONFIG.targetUtilization * one.qps) : undefined;
 }
 
 export interface ReplayWindow {
@@ -469,7 +489,7 @@ export const REPLAY_DEFAULT_PROFILE: VariantProfile = {
   resources: { threads: 1, memoryBytes: 90e6 },
 };
 
-export const REPLAY_DEFAULTS = { app: "heavy", sloMs: 1000, minAccuracy: 0, peakQps: 90, speedup: 144, startMinute: 0, minutes: 1440 } as const;
+export const REPLAY_DEFAULTS = { app: "heavy", sloMs: 1000, minAccuracy: 0, speedup: 144, startMinute: 0, minutes: 1440 } as const;
 
 export const replayScenario: Scenario = {
   name: "replay",
@@ -477,7 +497,7 @@ export const replayScenario: Scenario = {
   run(options): ScenarioResult {
     const trace = options.trace ?? { binMs: 60_000, counts: Array.from({ length: 1440 }, (_, m) => 3000 + 2000 * Math.sin((m / 1440) * 2 * Math.PI) ** 2) };
     const config = replayConfig({ speedup: REPLAY_DEFAULTS.speedup, app: REPLAY_DEFAULTS.app, sloMs: REPLAY_DEFAULTS.sloMs, minAccuracy: REPLAY_DEFAULTS.minAccuracy });
-    const window = { startMinute: REPLAY_DEFAULTS.startMinute, minutes: Math.min(REPLAY_DEFAULTS.minutes, minuteRates(trace).length), peakQps: options.peakQps ?? REPLAY_DEFAULTS.peakQps };
+    const window = { startMinute: REPLAY_DEFAULTS.startMinute, minutes: Math.min(REPLAY_DEFAULTS.minutes, minuteRates(trace).length), peakQps: options.peakQps ?? autoPeakQps([REPLAY_DEFAULT_PROFILE], config) ?? 1 };
     const s = replaySchedule(trace, window, config.speedup);
     const r = runReplaySim({
       config,
