@@ -272,6 +272,10 @@ async function main(): Promise<void> {
       pipeline: name, qps, seconds, cv, seed, sloMs: spec.slo.p99_ms, queries: sent.length, failed: sent.length - ok.length,
       measured: { p99Ms: r1(p99(server)), p50Ms: r1(quantile(server, 0.5)), meanMs: r1(server.reduce((a, b) => a + b, 0) / Math.max(1, server.length)), clientP99Ms: r1(p99(client)), sloAttainment: server.filter((x) => x <= spec.slo.p99_ms).length / Math.max(1, server.length) },
       estimated: rows, plan: planned, replicaPolls: polls,
+      /** The profiles the Estimator used: per model, each fp32 variant's median and P99 batch latencies. */
+      profiles: Object.fromEntries([...new Set(spec.stages.map((st) => st.model).filter((m): m is string => m !== undefined))].map((m) => [
+        m, Object.fromEntries((byModel.get(m) ?? []).filter((v) => v.profile && v.quantization === "fp32").map((v) => [v.name, { median: v.profile!.latencyMs, p99: v.profile!.latencyP99Ms ?? null }])),
+      ])),
     };
     const table = [
       `| ${name}, ${qps} qps CV ${cv}, ${seconds} s (${ok.length} queries) | P99 ms | mean ms |`,

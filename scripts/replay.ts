@@ -203,19 +203,14 @@ if (shape.some((d) => d <= 0)) throw new Error(`input ${input.name} of ${app} ha
 const count = shape.reduce((a, b) => a * b, 1);
 const rng = createRng(seed + 1);
 const payload = encodeTensors([{ name: input.name, datatype: "FP32", shape, data: Float32Array.from({ length: count }, () => rng.next()) }]);
-const peakQps = peakGiven ?? autoPeakQps(variants, config);
-if (peakQps === undefined) throw new Error(`--peak-qps auto: no profiled CPU variant of ${app} meets the SLO of ${sloMs} ms`);
-const schedule = replaySchedule(trace, { startMinute, minutes, peakQps }, speedup);
-const arrivals = replayArrivals(schedule, seed);
-say(`${values.trace}: minutes ${startMinute} … ${startMinute + minutes - 1} (${schedule.gapMinutes} gap minutes filled), peak ${peakQps} qps${peakGiven === undefined ? ` (auto: ${AUTO_PEAK_WORKERS} × 80% of one worker's planned capacity)` : ""}, ${speedup}× → ${(schedule.durationMs / 60_000).toFixed(2)} min, ${arrivals.length} queries`);
 say(`app ${app}: ${variants.length} profiled CPU variant(s): ${variants.map((v) => `${v.name} (${v.peakQps.toFixed(0)} qps, b1 ${v.latencyMs[1]?.toFixed(1) ?? "?"} ms)`).join(", ")}; query ${shape.join("×")} FP32 (${payload.length} bytes), SLO ${sloMs} ms, accuracy ≥ ${minAccuracy}`);
 
 // ------------------------------------------------------------------------------------ the bus
 
 const nc: NatsConnection = await connect({ servers: natsUrl, name: "replay" });
 const workerSeen = new Map<string, { first: number; last: number }>();
-/** Observed / profiled batch time of the app's variants, one per worker report second with ≥ 10 batches (the variant-state rule's evidence). */
-const slowdowns: number[] = [];
+/** Observed / profiled batch time of the app's variants, one per worker report second with ≥ 10 batches (the variant-state rule's evidence), with the second of the window. */
+const slowdowns: Array<{ s: number; x: number }> = [];
 let measuring = false;
 let lastForecast: number | undefined;
 let lastCost: CostSummary | undefined;
@@ -238,7 +233,7 @@ const subs: Subscription[] = [
           const p = variants.find((x) => x.name === v.variant);
           if (!p || v.batches < 10 || v.batchP50Ms <= 0) continue;
           const profiled = profiledLatencyAt(p.latencyMs as Record<string, number>, Math.max(1, Math.round(v.batchSizeP50)));
-          if (profiled > 0) slowdowns.push(v.batchP50Ms / profiled);
+          if (profiled > 0) slowdowns.push({ s: Math.floor((now - t0) / 1000), x: v.batchP50Ms / profiled });
         }
       } catch (err) {
         onBad("worker report", err);
@@ -331,6 +326,13 @@ const status = (await (await fetch(`${baseUrl}/v1/status`)).json()) as { instanc
 const preload = new Map<string, number>();
 for (const i of status.instances) if (variants.some((v) => v.name === i.variant) && i.state === "active") preload.set(i.variant, (preload.get(i.variant) ?? 0) + 1);
 say(`warm: ${[...preload].map(([v, n]) => `${v} ×${n}`).join(", ") || "nothing active"}`);
+// The peak: given, or 1.5 × 80% of what one worker serves with the variant the warm-up loaded.
+const served = variants.filter((v) => preload.has(v.name));
+const peakQps = peakGiven ?? autoPeakQps(served.length > 0 ? served : variants, config);
+if (peakQps === undefined) throw new Error(`--peak-qps auto: no profiled CPU variant of ${app} meets the SLO of ${sloMs} ms`);
+const schedule = replaySchedule(trace, { startMinute, minutes, peakQps }, speedup);
+const arrivals = replayArrivals(schedule, seed);
+say(`${values.trace}: minutes ${startMinute} … ${startMinute + minutes - 1} (${schedule.gapMinutes} gap minutes filled), peak ${peakQps} qps${peakGiven === undefined ? ` (auto: ${AUTO_PEAK_WORKERS} × 80% of what one worker serves with ${served[0]?.name ?? "the app's best variant"})` : ""}, ${speedup}× → ${(schedule.durationMs / 60_000).toFixed(2)} min, ${arrivals.length} queries`);
 
 // The replay: open loop, each query at its arrival time.
 const seconds = Math.ceil(schedule.durationMs / 1000);
@@ -440,10 +442,16 @@ const measured = {
   function_warm_ms: median(fnAnswers.filter((o) => !o.cold).map((o) => o.fnMs)) ?? (variants[0]?.latencyMs[1] ?? 20),
   function_samples: fnAnswers.length,
   /** Median observed / profiled batch time on the workers (1: as profiled). */
-  slowdown: Math.max(1, median(slowdowns) ?? 1),
+  slowdown: Math.max(1, median(slowdowns.map((x) => x.x)) ?? 1),
   slowdown_samples: slowdowns.length,
 };
-say(`live done; simulating with boot ${measured.boot_ms.toFixed(0)} ms (${bootTimes.length} measured), function cold start ${measured.function_cold_start_ms.toFixed(0)} ms, warm ${measured.function_warm_ms.toFixed(1)} ms, workers ${measured.slowdown.toFixed(2)}× slower than profiled (${slowdowns.length} samples)`);
+/** Per second of the window: the median slowdown the workers reported (the last one carried over seconds without evidence). */
+const slowdownSeries: number[] = [];
+for (let i = 0, last = measured.slowdown; i < Math.ceil(schedule.durationMs / 1000); i++) {
+  last = median(slowdowns.filter((x) => x.s === i).map((x) => x.x)) ?? last;
+  slowdownSeries.push(Math.max(1, last));
+}
+say(`live done; simulating with boot ${measured.boot_ms.toFixed(0)} ms (${bootTimes.length} measured), function cold start ${measured.function_cold_start_ms.toFixed(0)} ms, warm ${measured.function_warm_ms.toFixed(1)} ms, workers ${measured.slowdown.toFixed(2)}× slower than profiled (median of ${slowdowns.length} samples; replayed second by second)`);
 const simInput = {
   config,
   arrivalsMs: arrivals,
@@ -455,7 +463,7 @@ const simInput = {
   functionWarmMs: measured.function_warm_ms,
   seed,
 };
-const simResult = runReplaySim({ ...simInput, slowdown: measured.slowdown });
+const simResult = runReplaySim({ ...simInput, slowdown: slowdownSeries });
 /** The simulator on the profiles alone (no measured slowdown): what it predicts before seeing the machine run. */
 const simProfiled = runReplaySim(simInput);
 
@@ -469,7 +477,7 @@ const report = {
   window: { start_minute: startMinute, minutes, gap_minutes_filled: schedule.gapMinutes, peak_qps: peakQps, speedup, duration_s: schedule.durationMs / 1000 },
   settings: { ...configReport(config), stack_env: { ...env.all, ...env.vmAutoscaler }, stack: values.base ? "given (--base)" : "started by the replay" },
   variants,
-  measured,
+  measured: { ...measured, slowdown_by_second: slowdownSeries.map((x) => Math.round(x * 100) / 100) },
   live,
   sim: simResult.summary,
   sim_as_profiled: simProfiled.summary,

@@ -24,9 +24,9 @@ import { heavyModel } from "./support.js";
  * The variant watched is the int8 batch-64 one: its weight-only int8 rewrite dequantises the 20 M
  * weights on every run, a fixed cost that makes its latency curve flat like a GPU's (T(1) ≈ 30 ms,
  * T(64) ≈ 90 ms on the development machine), so MArk's tuning grows its batch and its Wbatch is tens of
- * milliseconds — larger than this machine's noise. (The fp32 one's measured curve depends on whether
- * onnxruntime's faster batch-1 path wins on the day: when T(2) > 1.33 × T(1), batching "does not pay"
- * by MArk's second constraint and its Wbatch stays 0.)
+ * milliseconds — larger than this machine's noise. (The fp32 one's measured curve is irregular:
+ * onnxruntime's faster batch-1 path and the machine's load make its T(1), and so its Wbatch, vary from
+ * one profiling to the next.)
  */
 
 const SLO_MS = 2000;

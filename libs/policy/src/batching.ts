@@ -5,7 +5,10 @@
  *
  * - A batch leaves when it holds `maxBatch` queries (Nbatch), or when its oldest query has waited
  *   `batchWaitMs` (Wbatch). With Wbatch = 0 an idle executor runs whatever is queued at once, and
- *   batches form by themselves while it is busy (the queue grows during a run).
+ *   batches form by themselves while it is busy (the queue grows during a run). Waiting never makes a
+ *   query late: a partial batch leaves early, at the latest start that still lets each of its queries
+ *   finish by its deadline (Wbatch is tuned to the model's tightest SLO as the dispatchers last
+ *   reported it, and a query with a tighter one may come before the re-tuning does).
  * - Before a batch is formed, the queries at the head of the queue that could not finish in time even
  *   if they ran alone now are taken out (`late`): the caller answers them with a clear error or sends
  *   them to overflow. Once the batch is formed, each of its queries that cannot finish within the
@@ -76,7 +79,15 @@ export function planBatch(queue: BatchQueueView, busy: boolean, nowMs: number, p
     while (late < queue.length && cannotFinishInTime(queue.deadlineMs(late), nowMs, alone)) late++;
   }
   const rest = queue.length - late;
-  return { late, decision: decideBatch(rest, rest > 0 ? queue.queuedAtMs(late) : undefined, false, nowMs, policy) };
+  const decision = decideBatch(rest, rest > 0 ? queue.queuedAtMs(late) : undefined, false, nowMs, policy);
+  if (decision.action !== "wait") return { late, decision };
+  // The latest start at which every waiting query still finishes by its deadline (the batch as it is now).
+  const run = expectedRunMs(rest);
+  let latestStart = Infinity;
+  for (let i = late; i < queue.length; i++) latestStart = Math.min(latestStart, queue.deadlineMs(i) - run);
+  if (latestStart <= nowMs + 1e-9) return { late, decision: { action: "run", size: rest, reason: "a waiting query's deadline cannot wait for Wbatch" } };
+  if (latestStart < decision.untilMs) return { late, decision: { action: "wait", untilMs: latestStart, reason: "waiting for the batch to fill until a query's deadline" } };
+  return { late, decision };
 }
 
 /** Weight of the newest batch in the moving average of the observed slowdown. */

@@ -174,11 +174,7 @@ export function selectForApp(
     return { kind: "infeasible", closest: decision.closest, reason: decision.reason };
   }
   const via = decision.kind === "load" ? "loading" : decision.degraded ? "degraded" : "active";
-  return {
-    kind: "route",
-    variant: decision.variant,
-    via,
-    ...(load ? { load } : {}),
-    reason: refused !== undefined ? `${refused}; ${decision.reason}` : decision.reason,
-  };
+  const reason = refused !== undefined ? `${refused}; ${decision.reason}` : decision.reason;
+  // Two literals rather than a conditional spread: this runs per query, and the spread is ~10% of a simulated day.
+  return load ? { kind: "route", variant: decision.variant, via, load, reason } : { kind: "route", variant: decision.variant, via, reason };
 }

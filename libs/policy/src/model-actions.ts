@@ -202,12 +202,14 @@ export function emptyModelActionsState(): ModelActionsState {
 export function windowedArrivalsQps(samples: readonly ArrivalSample[]): Record<string, number> {
   let span = 0;
   const sum: Record<string, number> = {};
+  // (for-in over own keys, in Object.entries' order, rather than its arrays: this runs per worker per tick)
   for (const s of samples) {
     span += s.ms;
-    for (const [v, qps] of Object.entries(s.qps)) sum[v] = (sum[v] ?? 0) + qps * s.ms;
+    const qps = s.qps;
+    for (const v in qps) if (Object.prototype.hasOwnProperty.call(qps, v)) sum[v] = (sum[v] ?? 0) + (qps[v] as number) * s.ms;
   }
   const out: Record<string, number> = {};
-  for (const [v, x] of Object.entries(sum)) out[v] = span > 0 ? x / span : 0;
+  for (const v in sum) if (Object.prototype.hasOwnProperty.call(sum, v)) out[v] = span > 0 ? (sum[v] as number) / span : 0;
   return out;
 }
 
@@ -222,6 +224,53 @@ interface View {
 
 const r2 = (x: number): number => Math.round(x * 100) / 100;
 
+/** `{ ...free, [kind]: Infinity }` (without the literal's slow computed key: this runs per worker per tick). */
+function withKind(free: Readonly<Record<string, number>>, kind: string): Record<string, number> {
+  const out = { ...free };
+  out[kind] = Infinity;
+  return out;
+}
+
+/**
+ * Step 4's view of a variant: `{ ...v, resources: { ...v.resources, [KIND + kind]: 1 } }`, reused from
+ * one call to the next while the variant's own fields (and its resources') and its kind are unchanged:
+ * the catalog is rebuilt every tick otherwise, and nothing keeps or compares these objects (nor
+ * changes them).
+ */
+interface ScaledEntry {
+  kind: string;
+  /** The variant's own enumerable fields, then its resources', as [key, value, key, value, …]. */
+  fields: unknown[];
+  resources: unknown[];
+  scaled: VariantProfile;
+}
+const scaledCache = new WeakMap<VariantProfile, ScaledEntry>();
+function fieldsOf(o: object | undefined): unknown[] {
+  const out: unknown[] = [];
+  if (o !== undefined) for (const k of Object.keys(o)) out.push(k, (o as Record<string, unknown>)[k]);
+  return out;
+}
+function sameFields(o: object | undefined, fields: readonly unknown[]): boolean {
+  if (o === undefined) return fields.length === 0;
+  let i = 0;
+  for (const k in o) {
+    if (!Object.prototype.hasOwnProperty.call(o, k)) return false;
+    if (i >= fields.length || fields[i] !== k || !Object.is(fields[i + 1], (o as Record<string, unknown>)[k])) return false;
+    i += 2;
+  }
+  return i === fields.length && Object.getOwnPropertySymbols(o).length === 0;
+}
+function asScaledVariant(v: VariantProfile, kind: string): VariantProfile {
+  const c = scaledCache.get(v);
+  if (c !== undefined && c.kind === kind && sameFields(v, c.fields) && sameFields(v.resources, c.resources)) return c.scaled;
+  const scaled = { ...v, resources: { ...(v.resources ?? {}), [KIND + kind]: 1 } };
+  const resources = v.resources;
+  if (Object.getOwnPropertySymbols(v).length === 0 && (resources === undefined || Object.getOwnPropertySymbols(resources).length === 0)) {
+    scaledCache.set(v, { kind, fields: fieldsOf(v), resources: fieldsOf(resources), scaled });
+  }
+  return scaled;
+}
+
 export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
   const cfg: ModelActionsConfig = { ...DEFAULT_MODEL_ACTIONS_CONFIG, ...(ctx.config ?? {}) };
   const prev = ctx.state ?? emptyModelActionsState();
@@ -229,7 +278,7 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
   const kindOf = ctx.kindOf ?? ((v: VariantProfile) => String(v.hardware));
   const profiles = new Map(ctx.catalog.map((v) => [v.name, v]));
   // The autoscaler sees each variant needing one unit of its kind (workers offer unlimited units of theirs).
-  const asScaled = new Map(ctx.catalog.map((v) => [v.name, { ...v, resources: { ...(v.resources ?? {}), [KIND + kindOf(v)]: 1 } }]));
+  const asScaled = new Map(ctx.catalog.map((v) => [v.name, asScaledVariant(v, kindOf(v))]));
   const workers = [...ctx.workers].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const kinds = new Set([...workers.map((w) => w.kind), ...(ctx.launchableKinds ?? [])]);
   const candidates = [...asScaled.values()].filter((v) => kinds.has(kindOf(v)));
@@ -425,7 +474,7 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
     }
     const result = modelAutoscale({
       nowMs,
-      worker: { name: w.name, free: { ...view.free, [KIND + w.kind]: Infinity } },
+      worker: { name: w.name, free: withKind(view.free, KIND + w.kind) },
       running,
       catalog: candidates,
       sloMsByModel: ctx.sloMsByModel,

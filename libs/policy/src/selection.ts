@@ -357,11 +357,11 @@ export class SelectionIndex {
    * INFaaS Algorithm 1 for one query of `app`. With `allowLoad: false` (no worker can take a new
    * variant now) step 2 considers only variants already loading, then falls through to step 3.
    */
-  select(app: string, req: QueryRequirements, options: { allowLoad?: boolean } = {}): SelectionDecision {
+  select(app: string, req: QueryRequirements, options?: { allowLoad?: boolean }): SelectionDecision {
     const idx = this.apps.get(app);
     if (!idx) return { kind: "infeasible", closest: null, reason: `unknown app "${app}": no variants registered` };
     const minAccuracy = req.minAccuracy ?? 0;
-    const allowLoad = options.allowLoad !== false;
+    const allowLoad = options?.allowLoad !== false; // (no default `{}`: this runs per query)
     if (idx.memoVersion !== this.version) {
       idx.memo.length = 0;
       idx.memoNext = 0;

@@ -38,11 +38,30 @@ describe("batch-tuning", () => {
   }
 
   it("batch-tuning - the stopping reason names the violated constraint", () => {
+    // T(b) = 100b: b = 2: Wbatch 100 + T 200 = 300 > 2/μnb = 200 (does not pay); b = 3: 200 + 300 = 500 > 300;
+    // b = 4: 300 + 400 = 700 > SLO 600: the bound.
     expect(tuneBatching({ latencyMs: (b) => 100 * b, sloMs: 600 }).reason).toBe(
-      "Nbatch = 1; stopped at b = 2: Wbatch + T(b) = 300 ms > b/μnb = 200 ms (batching no longer pays)",
+      "Nbatch = 1; batching does not pay from b = 2 (Wbatch + T(b) = 300 ms > b/μnb = 200 ms) to the SLO bound (b = 4: Wbatch + T(b) = 700 ms > SLO 600 ms)",
     );
+    expect(tuneBatching({ latencyMs: (b) => 40 + 10 * b, sloMs: 600 }).reason).toBe("Nbatch = 26; stopped at b = 27: Wbatch + T(b) = 608.5 ms > SLO 600 ms");
     expect(tuneBatching({ latencyMs: (b) => 700 * b, sloMs: 600 }).reason).toBe(
       "T(1) = 700 ms exceeds the SLO of 600 ms: this instance cannot serve the model",
+    );
+  });
+
+  it("batch-tuning - a batch size where batching does not pay does not hide a larger one where it does", () => {
+    // A measured CPU curve: batch 1 runs on a faster path (T(1) = 5), T(2) = 15, T(4) = 16, T(8) = 20 ms.
+    // b = 2: Wbatch 7.5 + 15 = 22.5 > 2 × 5 = 10: does not pay (MArk's greedy rule would stop here, Nbatch 1);
+    // b = 4: 12 + 16 = 28 > 20: does not pay; b = 5: Wbatch 4·17/5 = 13.6, 13.6 + 17 = 30.6 > 25;
+    // b = 6: 5·18/6 = 15, 33 ≤ 30? no (33 > 30); b = 7: 6·19/7 = 16.29, 35.29 ≤ 35? no;
+    // b = 8: 7·20/8 = 17.5, 37.5 ≤ 40: pays → Nbatch 8, Wbatch 17.5, μ* = 8000/20 = 400 qps.
+    const t = interpolateBatchLatency([[1, 5], [2, 15], [4, 16], [8, 20]]);
+    const r = tuneBatching({ latencyMs: t, sloMs: 1000, maxBatch: 8 });
+    expect(r).toMatchObject({ nbatch: 8, wbatchMs: 17.5, throughputQps: 400 });
+    expect(r.reason).toBe("Nbatch = 8; stopped at reached the largest batch 8");
+    // Capped at 4, nothing pays: no batching, and the reason says up to where it looked.
+    expect(tuneBatching({ latencyMs: t, sloMs: 1000, maxBatch: 4 }).reason).toBe(
+      "Nbatch = 1; batching does not pay from b = 2 (Wbatch + T(b) = 22.5 ms > b/μnb = 10 ms) to the largest batch 4",
     );
   });
 

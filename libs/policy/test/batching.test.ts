@@ -57,6 +57,18 @@ describe("batching - planBatch (the executor's and the simulator's batcher)", ()
     if (size !== undefined) expect(step.decision).toMatchObject({ size });
   });
 
+  it("waiting for Wbatch never makes a query late: the batch leaves at the tightest deadline's latest start", () => {
+    const wide = { maxBatch: 4, batchWaitMs: 50 };
+    // Two queries queued at 90 and 92, Wbatch 50 → due at 140. T(2) = 7: the second's deadline 130 → latest start 123.
+    expect(planBatch(queueOf([[90, 1000], [92, 130]]), false, 100, wide, t).decision).toMatchObject({ action: "wait", untilMs: 123 });
+    // At 123 it runs, two queries, though Wbatch is not over.
+    expect(planBatch(queueOf([[90, 1000], [92, 130]]), false, 123, wide, t).decision).toMatchObject({ action: "run", size: 2 });
+    // Deadlines far away: Wbatch as usual (90 + 50 = 140).
+    expect(planBatch(queueOf([[90, 1000], [92, 1000]]), false, 100, wide, t).decision).toMatchObject({ action: "wait", untilMs: 140 });
+    // Queries without a deadline (pipeline stages: Infinity) wait for Wbatch.
+    expect(planBatch(queueOf([[90, Infinity]]), false, 100, wide, t).decision).toMatchObject({ action: "wait", untilMs: 140 });
+  });
+
   it("a busy batcher sheds nothing and waits to be asked again", () => {
     expect(planBatch(queueOf([[0, 1]]), true, 95, policy, t)).toEqual({ late: 0, decision: { action: "none", reason: "executor busy" } });
   });

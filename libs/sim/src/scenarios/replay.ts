@@ -28,7 +28,7 @@
  * Pure: takes the trace, the settings, the variants and the measured boot and cold-start times.
  */
 import {
-  DEFAULT_MACHINE_PLAN_CONFIG, createRng, ec2Cost, lambdaCost, maxRatePerUnit, planForecast, pricePerSecond, quantile, workerCapacityForApp,
+  DEFAULT_MACHINE_PLAN_CONFIG, DEFAULT_PREDICTOR, builtinPredictor, createRng, ec2Cost, lambdaCost, maxRatePerUnit, pricePerSecond, quantile, workerCapacityForApp,
   type AppForecast, type ForecastPlanState, type VariantProfile,
 } from "@sloserve/policy";
 import { Simulator, type Machine, type MachineOptions } from "../engine.js";
@@ -151,11 +151,11 @@ export function replayStackEnv(c: ReplayConfig): { all: Record<string, string>; 
 export const AUTO_PEAK_WORKERS = 1.5;
 
 /**
- * The default peak: 1.5 × what the machine plan counts one new worker for at its target utilisation
- * (libs/policy `workerCapacityForApp` × 0.8, the vm-autoscaler's own figure, from the registry's
- * profiles): the plan must then run a second worker in the trace's busiest minutes and one in its
- * quiet hours, while the load stays within what two cores serve if the profile is right. Undefined
- * when no variant of the app is profiled.
+ * The default peak: 1.5 × what one worker serves at the plan's target utilisation (libs/policy
+ * `workerCapacityForApp` × 0.8, the vm-autoscaler's figure, over the variants given: scripts/replay.ts
+ * gives the one its warm-up loaded): a second worker is then needed in the trace's busiest minutes and
+ * one is enough in its quiet hours, while the load stays within what two cores serve if the profile is
+ * right. Undefined when none of the variants is profiled.
  */
 export function autoPeakQps(variants: readonly VariantProfile[], c: ReplayConfig): number | undefined {
   const one = workerCapacityForApp(variants, c.app, "cpu", { threads: c.workerThreads, memoryBytes: Infinity }, c.sloMs);
@@ -285,10 +285,11 @@ export interface ReplaySimInput {
   functionWarmMs: number;
   /**
    * How much slower than profiled the workers ran (observed / profiled batch time, measured live from
-   * the workers' reports: the machine's other load and our own processes): every machine's batches
-   * take this × their profile. @default 1
+   * the workers' reports: the machine's other load and our own processes), one figure for the run or
+   * one per second of it (the machine's conditions replayed): every machine's batches take this × their
+   * profile. @default 1
    */
-  slowdown?: number;
+  slowdown?: number | readonly number[];
   seed: number;
 }
 
@@ -309,7 +310,8 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
   const variants = input.variants.filter((v) => v.app === c.app && v.hardware === "cpu" && v.profiled);
   if (variants.length === 0) throw new Error(`no profiled CPU variant of app ${c.app} to simulate`);
 
-  // The forecaster (services/forecaster): per-second arrivals → each unit's max rate → planForecast.
+  // The forecaster (services/forecaster, its default predictor): per-second arrivals → each unit's max rate → the forecast.
+  const predictor = builtinPredictor(DEFAULT_PREDICTOR);
   const perSecond = new Array<number>(seconds + 1).fill(0);
   const history: number[] = [];
   let forecastState: ForecastPlanState = {};
@@ -323,7 +325,7 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
       const counts = perSecond.slice(Math.max(0, endS - c.unitS), endS);
       while (counts.length < c.unitS) counts.unshift(0);
       history.push(maxRatePerUnit(counts, c.sampleS, c.unitS)[0] ?? 0);
-      const plan = planForecast(history, { season: c.season, horizon: c.horizon }, forecastState);
+      const plan = predictor.predict(history, { season: c.season, horizon: c.horizon }, forecastState);
       forecastState = plan.state;
       latest = { app: c.app, atMs: endS * 1000, stepMs: unitMs, values: plan.values };
     },
@@ -359,13 +361,20 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
   const workers: number[] = [];
   const forecast: number[] = [];
   const initial = new Set<Machine>(sim.machines);
-  const slowdown = Math.max(1, input.slowdown ?? 1);
-  for (const m of sim.machines) m.slowdown = slowdown;
+  const given = input.slowdown ?? 1;
+  const slowdownAt = (nowMs: number): number => Math.max(1, typeof given === "number" ? given : (given[Math.min(given.length - 1, Math.floor(nowMs / 1000))] ?? 1));
+  // Every machine runs at the second's slowdown (those launched within a second are still booting).
+  sim.every(
+    1000,
+    (nowMs) => {
+      const s = slowdownAt(nowMs);
+      for (const m of sim.machines) m.slowdown = s;
+    },
+    0,
+  );
   sim.every(
     1000,
     () => {
-      // Machines launched since the last second are still booting (their boot takes seconds): they run slowed down from the start.
-      for (const m of sim.machines) m.slowdown = slowdown;
       workers.push(sim.machines.filter((m) => m.state === "running").length);
       forecast.push(latest?.values[0] ?? NaN);
     },
