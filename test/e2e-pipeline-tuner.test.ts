@@ -110,11 +110,15 @@ describe("e2e pipeline tuner", () => {
     const t0 = Date.now();
     const changeAtMs = t0 + 30_000;
     for (let i = 0; i < times.length; i++) {
-      const wait = t0 + times[i]! - Date.now();
+      // Open loop: each query is stamped with its scheduled time (a late send by this busy process counts
+      // against the latency, not as a burst), as the frontend stamps x-received-ms: the arrival process
+      // the Tuner counts, and where the SLO's clock starts.
+      const atMs = t0 + times[i]!;
+      const wait = atMs - Date.now();
       if (wait > 0) await new Promise((res) => setTimeout(res, wait));
-      const atMs = Date.now();
       const h = natsHeaders();
       h.set(headers.contentType, contentTypes.wire);
+      h.set(headers.receivedAt, String(atMs));
       pending.push(
         nc.request(subjects.inferPipeline("digits-cascade"), encodeTensors([tensorRows(digits, i % rows, 1)]), { timeout: 30_000, headers: h }).then(
           (reply) => {
@@ -143,7 +147,7 @@ describe("e2e pipeline tuner", () => {
     const met = after.filter((q) => q.error === undefined && q.missed === false).length;
     const clientMet = after.filter((q) => q.error === undefined && q.latencyMs <= SLO_MS).length;
     const before = sent.filter((q) => q.atMs < changeAtMs);
-    const p99 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(0.99 * xs.length) - 1)] ?? NaN;
+    const p99 = (xs: number[]): number => Math.round([...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(0.99 * xs.length) - 1)] ?? NaN);
     console.info(
       `pipeline tuner e2e: plan ${Object.entries(plan.stages).map(([s, p]) => `${s} ${p.replicas}×${p.variant}`).join(", ")}; ` +
         `scale-up ${((up!.atMs - changeAtMs) / 1000).toFixed(1)} s after the ramp began: ${up!.reason}; ` +

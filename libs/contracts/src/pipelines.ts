@@ -186,6 +186,13 @@ export const pipelineReportSchema = z.object({
    * fan-out: one query, many items). Absent from reports of dispatchers that predate it.
    */
   items: z.record(z.string(), z.number().int().nonnegative()).optional(),
+  /**
+   * The arrival process: queries received this window (profiling ones aside), counted by the second in
+   * which they arrived — key: that second's start, epoch ms, as a string; arrival: `x-received-ms` (the
+   * frontend's receipt), else the dispatcher's. Unlike `queries` (answered in the window), a stall does
+   * not bunch them. Absent from reports of dispatchers that predate it.
+   */
+  arrivals: z.record(z.string(), z.number().int().nonnegative()).optional(),
   /** Since this dispatcher started: queries, misses, and per stage the share of queries that visited it (s_m). */
   totalQueries: z.number().int().nonnegative(),
   totalMisses: z.number().int().nonnegative(),

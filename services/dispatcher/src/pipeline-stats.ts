@@ -4,7 +4,8 @@ import { quantile } from "@sloserve/policy";
 /**
  * Per-pipeline counters of one dispatcher, published every second on `metrics.pipeline.<name>` for the
  * tuner and the dashboard: this window's queries, SLO misses, failures, latency p50/p99, the queries
- * that visited each stage and the items that reached it (more than the queries behind a fan-out); since start, the queries, misses and each stage's measured share s_m (the
+ * that visited each stage and the items that reached it (more than the queries behind a fan-out), and
+ * the queries received by the second of their arrival (the arrival process, for the Tuner); since start, the queries, misses and each stage's measured share s_m (the
  * fraction of queries that visited it: InferLine's scale factor, counted live); the p99 of the last
  * 1000 queries.
  */
@@ -19,6 +20,8 @@ interface PerPipeline {
   latencies: number[];
   visits: Record<string, number>;
   items: Record<string, number>;
+  /** Queries received, by the epoch second of their arrival (its start, ms). */
+  arrivals: Map<number, number>;
   totalQueries: number;
   totalMisses: number;
   totalVisits: Record<string, number>;
@@ -37,7 +40,7 @@ export class PipelineStats {
   private of(pipeline: string, sloMs: number): PerPipeline {
     let p = this.pipelines.get(pipeline);
     if (!p) {
-      p = { sloMs, queries: 0, misses: 0, errors: 0, latencies: [], visits: {}, items: {}, totalQueries: 0, totalMisses: 0, totalVisits: {}, recent: [], recentAt: 0 };
+      p = { sloMs, queries: 0, misses: 0, errors: 0, latencies: [], visits: {}, items: {}, arrivals: new Map(), totalQueries: 0, totalMisses: 0, totalVisits: {}, recent: [], recentAt: 0 };
       this.pipelines.set(pipeline, p);
     }
     p.sloMs = sloMs;
@@ -63,6 +66,13 @@ export class PipelineStats {
       p.items[stage] = (p.items[stage] ?? 0) + n;
       p.totalVisits[stage] = (p.totalVisits[stage] ?? 0) + 1;
     }
+  }
+
+  /** A query received, at `arrivedAtMs` (its `x-received-ms`, else now): the arrival process for the Tuner. */
+  recordArrival(pipeline: string, sloMs: number, arrivedAtMs: number): void {
+    const p = this.of(pipeline, sloMs);
+    const second = Math.floor(arrivedAtMs / 1000) * 1000;
+    p.arrivals.set(second, (p.arrivals.get(second) ?? 0) + 1);
   }
 
   /** A query that failed (no answer but an error). */
@@ -99,6 +109,7 @@ export class PipelineStats {
         latencyP99Ms: p.latencies.length > 0 ? quantile(p.latencies, 0.99) : null,
         visits: p.visits,
         items: p.items,
+        arrivals: Object.fromEntries([...p.arrivals].map(([second, n]) => [String(second), n])),
         totalQueries: p.totalQueries,
         totalMisses: p.totalMisses,
         shares: this.shares(pipeline),
@@ -110,6 +121,7 @@ export class PipelineStats {
       p.latencies = [];
       p.visits = {};
       p.items = {};
+      p.arrivals = new Map();
     }
     this.since = nowMs;
     return out;

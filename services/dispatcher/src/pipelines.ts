@@ -351,6 +351,7 @@ export class PipelineService {
     const sloMs = record.spec.slo.p99_ms;
     // The pipeline controller's sample run (scale factors at registration) is not the pipeline's traffic.
     const profiling = h?.get(headers.profiling) === "1";
+    if (!profiling) this.stats.recordArrival(name, sloMs, receivedAtMs);
     let answer;
     try {
       answer = await runPipelineQuery({ compiled, inputs: tensors, params, receivedAtMs, giveUpAtMs, requestId }, this.backend, this.registry.steps, this.clock);

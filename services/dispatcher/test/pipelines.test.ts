@@ -388,6 +388,11 @@ describe("pipelines - queries", () => {
     expect(r).toMatchObject({ pipeline: "cascade", dispatcher: "dispatcher-test", sloMs: 100, queries: 5, totalQueries: 5, misses: 1, totalMisses: 1, errors: 0, latencyP99Ms: 250, recentP99Ms: 250 });
     expect(r.shares.fast).toBe(1);
     expect(r.shares.accurate).toBeCloseTo(r.visits.accurate! / r.queries, 12);
+    // The arrival process for the Tuner: the same 5, by the second they arrived in (x-received-ms);
+    // items per stage: one per visit (no fan-out here).
+    expect(Object.values(r.arrivals ?? {}).reduce((a, b) => a + b, 0)).toBe(5);
+    expect(Object.keys(r.arrivals ?? {}).every((k) => Number(k) % 1000 === 0)).toBe(true);
+    expect(r.items).toEqual(r.visits);
   });
 
   it("pipelines - unregister: gone from Redis and from queries; a second delete says so", async () => {

@@ -55,9 +55,10 @@ import type { ModelAutoscalerController } from "./controller.js";
  *   (per-second counts from `metrics.pipeline.<name>`, made a trace with Gamma gaps of the spec's CV
  *   inside each second) once they hold `minLiveQueries`, with the live scale factors (the reports'
  *   visits and items per stage) once `minQueriesForShares` queries were counted.
- * - **Every tick** (1 s): the Tuner on the arrivals since the plan (each report's count spread evenly
- *   over its window: the resolution at which the plan's envelope is taken too). Scale-ups at once,
- *   scale-downs after its quiet period.
+ * - **Every tick** (1 s): the Tuner on the arrivals since the plan: the reports' per-second arrival
+ *   counts (by the second each query arrived in, so a stalled stack does not bunch them), each second's
+ *   count spread evenly over it — the resolution at which the plan's envelope is taken too. Scale-ups
+ *   at once, scale-downs after its quiet period.
  *
  * A plan or a Tuner change becomes the pipeline's floors on the model autoscaler
  * (ModelAutoscalerController.setFloors → libs/policy model-actions step 3b): per stage, its variant
@@ -93,7 +94,9 @@ const TUNER_LOOKBACK_MS = 65_000;
 
 interface Managed {
   record: PipelineRecord;
-  /** Report windows with queries (all dispatchers), newest last. */
+  /** Arrivals per second (its start, epoch ms), summed over the dispatchers' reports. */
+  perSecond: Map<number, number>;
+  /** Report windows with answered queries, from dispatchers whose reports carry no arrivals. */
   windows: ArrivalWindow[];
   /** Counted from reports since registration. */
   live: { queries: number; visits: Record<string, number>; items: Record<string, number> };
@@ -170,7 +173,7 @@ export class PipelineController {
     const known = this.pipelines.get(record.spec.name);
     if (known && known.record.registeredAtMs === record.registeredAtMs) return;
     const m: Managed = {
-      record, windows: [], live: { queries: 0, visits: {}, items: {} }, sample: undefined, busy: true, deployment: undefined,
+      record, perSecond: new Map(), windows: [], live: { queries: 0, visits: {}, items: {} }, sample: undefined, busy: true, deployment: undefined,
       plannedAtMs: 0, tuner: undefined, stages: {}, status: undefined, lastReason: "",
     };
     this.pipelines.set(record.spec.name, m);
@@ -190,10 +193,14 @@ export class PipelineController {
   applyReport(r: PipelineReport): void {
     const m = this.pipelines.get(r.pipeline);
     if (!m) return;
-    if (r.queries > 0) m.windows.push({ endMs: r.atMs, ms: Math.max(1, r.windowMs), count: r.queries });
+    if (r.arrivals) {
+      for (const [second, n] of Object.entries(r.arrivals)) m.perSecond.set(Number(second), (m.perSecond.get(Number(second)) ?? 0) + n);
+    } else if (r.queries > 0) {
+      m.windows.push({ endMs: r.atMs, ms: Math.max(1, r.windowMs), count: r.queries });
+    }
     const keepMs = Math.max(this.o.traceSeconds * 1000, TUNER_LOOKBACK_MS) + 5000;
-    const newest = m.windows[m.windows.length - 1]?.endMs ?? r.atMs;
-    while (m.windows.length > 0 && m.windows[0]!.endMs < newest - keepMs) m.windows.shift();
+    while (m.windows.length > 0 && m.windows[0]!.endMs < r.atMs - keepMs) m.windows.shift();
+    for (const second of m.perSecond.keys()) if (second < r.atMs - keepMs) m.perSecond.delete(second);
     m.live.queries += r.queries;
     for (const [s, n] of Object.entries(r.visits)) {
       m.live.visits[s] = (m.live.visits[s] ?? 0) + n;
@@ -288,13 +295,24 @@ export class PipelineController {
     return counts.queries > 0 ? counts : undefined;
   }
 
+  /**
+   * The arrivals as windows ending after `fromMs`, up to `nowMs`: the seconds the reports counted (a
+   * second only once it has ended), and the answered-query windows of dispatchers without arrival counts.
+   */
+  private arrivalWindows(m: Managed, fromMs: number, nowMs: number): ArrivalWindow[] {
+    const out: ArrivalWindow[] = [];
+    for (const [second, count] of m.perSecond) if (second + 1000 > fromMs && second + 1000 <= nowMs && count > 0) out.push({ endMs: second + 1000, ms: 1000, count });
+    for (const w of m.windows) if (w.endMs > fromMs) out.push(w);
+    return out.sort((a, b) => a.endMs - b.endMs);
+  }
+
   /** The planning trace: live when there is enough of it (and a plan to replace), else the declared Gamma trace. */
   private planningTrace(m: Managed, nowMs: number, why: string): { arrivalsMs: Float64Array; trace: NonNullable<PipelinePlanStatus["trace"]> } {
     const spec = m.record.spec;
     const cv = spec.planning?.cv ?? 1;
     const seed = this.o.seed * 7919 + this.planCount++;
     const fromMs = nowMs - this.o.traceSeconds * 1000;
-    const recent = m.windows.filter((w) => w.endMs > fromMs && w.endMs > m.plannedAtMs);
+    const recent = this.arrivalWindows(m, Math.max(fromMs, m.plannedAtMs), nowMs);
     const liveQueries = recent.reduce((s, w) => s + w.count, 0);
     if (why === "period" && liveQueries >= this.o.minLiveQueries) {
       const seconds = Math.max(1, Math.ceil((nowMs - Math.max(fromMs, Math.min(...recent.map((w) => w.endMs - w.ms)))) / 1000));
@@ -372,7 +390,7 @@ export class PipelineController {
     const d0 = m.deployment;
     if (!d0?.tunerPlan || !m.tuner) return;
     const name = m.record.spec.name;
-    const recent = m.windows.filter((w) => w.endMs > nowMs - TUNER_LOOKBACK_MS && w.endMs > m.plannedAtMs);
+    const recent = this.arrivalWindows(m, Math.max(nowMs - TUNER_LOOKBACK_MS, m.plannedAtMs), nowMs);
     const d = tunerStep({ nowMs, recentArrivalsMs: spreadArrivals(recent), plan: d0.tunerPlan, state: m.tuner }, this.o.tuner);
     m.tuner = d.state;
     if (!d.changed) return;

@@ -132,14 +132,14 @@ async function settled(pipelines: PipelineController, name: string): Promise<voi
   await bus.nc.flush();
 }
 
-/** One second: the dispatcher's report and the workers' reports, then both controllers tick. */
+/** One second: the dispatcher's report (the last second's arrivals) and the workers' reports, then both controllers tick. */
 async function second(s: Setup, name: string, queries: number, share: number): Promise<void> {
   const nowMs = s.clock.advance(1000);
   if (queries >= 0) {
     const visits = { fast: queries, accurate: Math.round(queries * share) };
     const report: PipelineReport = {
       pipeline: name, dispatcher: "d1", atMs: nowMs, windowMs: 1000, sloMs: 100, queries, misses: 0, errors: 0, latencyP50Ms: 1, latencyP99Ms: 2,
-      visits, items: visits, totalQueries: 0, totalMisses: 0, shares: {}, recentP99Ms: 2,
+      visits, items: visits, arrivals: { [String(nowMs - 1000)]: queries }, totalQueries: 0, totalMisses: 0, shares: {}, recentP99Ms: 2,
     };
     testBus.nc.publish(subjects.pipelineMetrics(name), JSON.stringify(report));
   }
