@@ -51,7 +51,7 @@
  * from the router (e.g. when `q.estimateCompletionMs() > query.sloMs`). Timers: `sim.at(tMs, fn)`.
  * Spot loss: `sim.killMachine(m)` puts the batches it was running back at the head of their queues.
  */
-import { cannotFinishInTime, createRng, lambdaCost, planBatch, type Rng } from "@sloserve/policy";
+import { cannotFinishInTime, chooseContainer, createRng, expiredContainers, lambdaCost, planBatch, type Rng } from "@sloserve/policy";
 import { billedCost } from "./billing.js";
 import {
   FunctionPool,
@@ -648,36 +648,29 @@ export class Simulator {
     pool.arrivals.add(this.nowMs);
     const now = this.nowMs;
     const exec = typeof pool.latency === "number" ? pool.latency : pool.latency(q);
-    // Prefer the most recently used idle warm container.
-    let pick = -1;
-    let pickLast = -Infinity;
-    let earliest = -1;
-    for (let i = 0; i < pool.busyUntil.length; i++) {
-      const busy = pool.busyUntil[i] ?? 0;
-      const last = pool.lastUsedMs[i] ?? -Infinity;
-      if (busy <= now && now - last <= pool.keepAliveMs && last > pickLast) {
-        pick = i;
-        pickLast = last;
-      }
-      if (earliest < 0 || busy < (pool.busyUntil[earliest] ?? 0)) earliest = i;
-    }
+    // The live pool's rules (libs/policy function-pool.ts): idle containers past their keep-alive
+    // expire, then `chooseContainer` takes the most recently used idle one, else starts one (a cold
+    // start) while fewer than maxConcurrency exist, else the query waits for the first to free up.
+    const expired = expiredContainers(pool.containerViews(now), now, pool.keepAliveMs);
+    if (expired.length > 0) pool.retire(expired.map((e) => Number(e.id)));
+    const choice = chooseContainer(pool.containerViews(now), pool.name, { maxConcurrency: pool.maxConcurrency, whenFull: "queue" });
+    let pick: number;
     let start = now;
     let duration = exec;
-    if (pick < 0) {
-      const cold = pool.busyUntil.findIndex((b, i) => b <= now && now - (pool.lastUsedMs[i] ?? -Infinity) > pool.keepAliveMs);
-      if (cold >= 0) pick = cold;
-      else if (pool.busyUntil.length < pool.maxConcurrency) {
-        pick = pool.busyUntil.length;
-        pool.busyUntil.push(0);
-        pool.lastUsedMs.push(-Infinity);
-      }
-      if (pick >= 0) {
-        duration += pool.coldStartMs;
-        pool.coldStarts++;
-      } else {
-        pick = earliest;
-        start = pool.busyUntil[earliest] ?? now;
-      }
+    if (choice.action === "warm") {
+      pick = Number(choice.id);
+    } else if (choice.action === "wait") {
+      pick = 0;
+      for (let i = 1; i < pool.busyUntil.length; i++) if ((pool.busyUntil[i] ?? 0) < (pool.busyUntil[pick] ?? 0)) pick = i;
+      start = pool.busyUntil[pick] ?? now;
+    } else {
+      // "start" (every container busy, room for one more). A simulated pool holds one model, so its
+      // idle containers all hold it: "load" and "claim" do not arise; "reject" is not asked for.
+      pick = pool.busyUntil.length;
+      pool.busyUntil.push(0);
+      pool.lastUsedMs.push(-Infinity);
+      duration += pool.coldStartMs;
+      pool.coldStarts++;
     }
     const end = start + duration;
     pool.busyUntil[pick] = end;

@@ -6,7 +6,7 @@
  * The {@link Simulator} in engine.ts owns them and moves time; scenarios read their fields and call the
  * simulator's methods to change them.
  */
-import type { LambdaPricing } from "@sloserve/policy";
+import type { FunctionContainerView, LambdaPricing } from "@sloserve/policy";
 import { LAMBDA_PRICING, RunTimeEstimate, type BatchPolicy, type BatchQueueView } from "@sloserve/policy";
 import { BinCounter } from "./stats.js";
 
@@ -417,6 +417,23 @@ export class FunctionPool {
     this.memoryGb = opts.memoryGb ?? 3;
     this.pricing = opts.pricing ?? LAMBDA_PRICING;
     this.maxConcurrency = opts.maxConcurrency ?? Infinity;
+  }
+
+  /** The containers as the live pool's rules read them (libs/policy function-pool.ts); id = index. */
+  containerViews(nowMs: number): FunctionContainerView[] {
+    const views: FunctionContainerView[] = [];
+    for (let i = 0; i < this.busyUntil.length; i++) {
+      views.push({ id: String(i), state: (this.busyUntil[i] ?? 0) > nowMs ? "busy" : "idle", objects: [this.name], lastUsedMs: this.lastUsedMs[i] ?? -Infinity, claimed: false });
+    }
+    return views;
+  }
+
+  /** Takes expired containers out of the pool. */
+  retire(indices: readonly number[]): void {
+    for (const i of [...indices].sort((a, b) => b - a)) {
+      this.busyUntil.splice(i, 1);
+      this.lastUsedMs.splice(i, 1);
+    }
   }
 
   /** Containers warm at nowMs (idle or busy). */

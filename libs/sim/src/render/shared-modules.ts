@@ -82,6 +82,12 @@ const ROWS: Row[] = [
     service: "model-autoscaler (pipelines.ts), dispatcher (registration: `pipelineSloCheck`)",
     simulator: "— (the scenarios build their profiles by hand and call planner.ts and tuner.ts directly)",
   },
+  {
+    module: "function-pool.ts",
+    decides: "which function container serves an invocation (warm, cold start, wait), keep-alive expiry, pre-warm plans",
+    service: "dispatcher (overflow through libs/providers' LocalFunctionPool)",
+    simulator: "engine.ts (every FunctionPool: `expiredContainers` then `chooseContainer` per invocation)",
+  },
   { module: "mix-optimizer.ts", decides: "INFaaS Table 3's cheapest mix of variants", service: "—", simulator: "scenarios/infaas-table3.ts" },
   {
     module: "profiling.ts, variant-generator.ts, variant-profile.ts, variant-price.ts",

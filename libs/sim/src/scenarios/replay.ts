@@ -283,6 +283,8 @@ export interface ReplaySimInput {
   /** Function invocation: cold start (process start, runtime, model load) and warm execution, ms. */
   functionColdStartMs: number;
   functionWarmMs: number;
+  /** Function containers warm at the start (the live replay's warm-up starts them). @default 0 */
+  functionsWarm?: number;
   /**
    * How much slower than profiled the workers ran (observed / profiled batch time, measured live from
    * the workers' reports: the machine's other load and our own processes), one figure for the run or
@@ -341,6 +343,11 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
     memoryGb: c.functionMemoryMb / 1024,
     maxConcurrency: c.functionPoolSize,
   });
+  // Containers the warm-up started: idle and warm at t = 0.
+  for (let i = 0; i < Math.min(c.functionPoolSize, input.functionsWarm ?? 0); i++) {
+    pool.busyUntil.push(0);
+    pool.lastUsedMs.push(0);
+  }
   const system = installInfaas(sim, {
     mode: "infaas",
     variants,
@@ -355,6 +362,7 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
     kinds: { cpu: { bootMs: c.planBootMs, resources: { threads: c.workerThreads, memoryBytes: Infinity } } },
     forecasts: () => (latest ? [latest] : []),
     sloMonitor: true,
+    refuseUnplaceable: true,
     overflow: { pool, onOverflow: (_q, nowMs) => void (overflowPerSecond[Math.floor(nowMs / 1000)]! += 1) },
   });
 

@@ -114,6 +114,11 @@ export interface InfaasSystemOptions {
   sloMonitor?: boolean;
   /** The initial workers were not launched by the autoscaler (a stack's own): never terminated. @default false */
   unmanagedWorkers?: boolean;
+  /**
+   * A load no machine has room for is refused, as the live dispatcher does ("cannot place variant"),
+   * instead of being deferred to a machine the VM autoscaler launches for it. @default false (deferred)
+   */
+  refuseUnplaceable?: boolean;
   /** Serverless overflow: the function pool and a callback per query sent to it. @default none */
   overflow?: { pool: FunctionPool; onOverflow?: (q: Query, nowMs: number) => void };
 }
@@ -234,6 +239,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       index.setRuntime(v.name, { state: "loading", instances: 0, qps: 0, workers: [{ worker: r.machine?.name ?? "", qps: 0 }] });
       return { outcome: "placed", reason: `on ${r.machine?.name ?? "?"}` };
     }
+    if (opts.refuseUnplaceable) return { outcome: "refused", reason: `no ${kindOf(v)} worker has room for ${v.name}` };
     if (!pendingVariants.has(v.name)) {
       pendingVariants.add(v.name);
       pendingPlacements.push({ kind: kindOf(v), variant: v.name, count: 1 });
