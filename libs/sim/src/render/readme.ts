@@ -5,6 +5,7 @@
  */
 import type { ScenarioResult } from "../scenario.js";
 import { sharedModulesSection } from "./shared-modules.js";
+import { movedSection } from "./moved.js";
 import { markdownTable } from "./table.js";
 
 function pct(x: number): string {
@@ -34,6 +35,7 @@ export function readme(results: ScenarioResult[]): string {
       })),
     ),
     "",
+    ...movedSection(),
     ...sharedModulesSection(),
   ];
   for (const r of results) {
