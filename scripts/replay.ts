@@ -214,6 +214,8 @@ const slowdowns: Array<{ s: number; x: number }> = [];
 let measuring = false;
 let lastForecast: number | undefined;
 let lastCost: CostSummary | undefined;
+/** When the vm-autoscaler decided to terminate each worker (EC2 stops billing at the request; the local provider's ledger bills the drain too). */
+const terminateAsked = new Map<string, number>();
 const decisionsLog = createWriteStream(join(outDir, "decisions-live.jsonl"));
 const parseErrors = { count: 0 };
 const onBad = (what: string, err: unknown): void => {
@@ -258,7 +260,13 @@ const subs: Subscription[] = [
       }
     },
   }),
-  nc.subscribe(subjects.decisionsAll, { callback: (_e, m) => void decisionsLog.write(`${JSON.stringify({ subject: m.subject, ...m.json<Record<string, unknown>>() })}\n`) }),
+  nc.subscribe(subjects.decisionsAll, {
+    callback: (_e, m) => {
+      const d = m.json<Record<string, unknown>>();
+      decisionsLog.write(`${JSON.stringify({ subject: m.subject, ...d })}\n`);
+      if (m.subject.startsWith("decision.vm.") && d.action === "terminate" && typeof d.worker === "string" && typeof d.atMs === "number" && !terminateAsked.has(d.worker)) terminateAsked.set(d.worker, d.atMs);
+    },
+  }),
 ];
 
 // ------------------------------------------------------------------------------------ queries
@@ -418,7 +426,18 @@ const bootTimes = inWindow.flatMap((i) => {
 const answered = outcomes.filter((o) => o.ok);
 const fnAnswers = answered.filter((o) => o.fn);
 const liveFunctionDollars = fnAnswers.reduce((s, o) => s + o.fnDollars, 0);
-const liveMachineDollars = traceDollars(inWindow, speedup, t0, windowEnd);
+// Billed as EC2 bills (and as the simulator does): until the termination was asked for, not until the
+// executor process has drained and exited, which the local provider's ledger counts.
+const liveMachineDollars = traceDollars(
+  inWindow.map((i) => {
+    const asked = terminateAsked.get(i.worker);
+    return { ...i, endedAtMs: asked !== undefined && asked >= i.launchedAtMs ? Math.min(asked, i.endedAtMs ?? Infinity) : i.endedAtMs };
+  }),
+  speedup,
+  t0,
+  windowEnd,
+);
+const ledgerMachineDollars = traceDollars(inWindow, speedup, t0, windowEnd);
 const failedByCode: Record<string, number> = {};
 for (const o of outcomes) if (!o.ok) failedByCode[o.code] = (failedByCode[o.code] ?? 0) + 1;
 const live: ReplaySummary = {
@@ -436,6 +455,7 @@ const live: ReplaySummary = {
   launches: inWindow.filter((i) => i.launchedAtMs >= t0).length,
   failed_by_code: failedByCode,
 };
+const liveReport = { ...live, machine_dollars_until_exit: ledgerMachineDollars };
 const perSecond = (pick: (o: Outcome) => boolean, at: (o: Outcome) => number): number[] => {
   const a = new Array<number>(seconds).fill(0);
   for (const o of outcomes) {
@@ -500,7 +520,7 @@ const report = {
   settings: { ...configReport(config), stack_env: { ...env.all, ...env.vmAutoscaler }, stack: values.base ? "given (--base)" : "started by the replay" },
   variants,
   measured: { ...measured, slowdown_by_second: slowdownSeries.map((x) => Math.round(x * 100) / 100) },
-  live,
+  live: liveReport,
   sim: simResult.summary,
   sim_as_profiled: simProfiled.summary,
   cost_ratio_live_over_sim: simResult.summary.cost_dollars > 0 ? live.cost_dollars / simResult.summary.cost_dollars : null,

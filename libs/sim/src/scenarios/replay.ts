@@ -249,7 +249,7 @@ export interface ReplaySummary {
   static_dollars: number;
   /** Answered by a function / queries. */
   overflow_share: number;
-  /** Most workers up at once (heartbeating; the static ones included). */
+  /** Most workers up at once (heartbeating, draining ones included; the static ones included). */
   workers_max: number;
   /** Workers the autoscaler launched in the window. */
   launches: number;
@@ -383,7 +383,8 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
   sim.every(
     1000,
     () => {
-      workers.push(sim.machines.filter((m) => m.state === "running").length);
+      // Heartbeating: up, or draining what it holds (the live side counts the workers that report).
+      workers.push(sim.machines.filter((m) => m.state === "running" || (m.state === "draining" && m.readyMs <= sim.nowMs)).length);
       forecast.push(latest?.values[0] ?? NaN);
     },
     1000,
