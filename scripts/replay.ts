@@ -330,26 +330,6 @@ say("warming up (the first queries load the variant)...");
   }
   outcomes.length = 0;
 }
-// Then the function path: a burst the worker cannot take within the SLO, so the dispatcher's own rule sends
-// the excess to functions and the pool's containers start now, as they would have in the hours before a
-// day of a running system, not in the measured window (the simulator's pool starts as warm).
-const burstSize = Math.ceil(3 * Math.max(...variants.map((v) => v.peakQps)) * (sloMs / 1000));
-say(`warming the function pool: a burst of ${burstSize} queries...`);
-await Promise.all(Array.from({ length: burstSize }, () => send()));
-const burstFn = outcomes.filter((o) => o.fn);
-const functionsWarm = Math.min(config.functionPoolSize, burstFn.filter((o) => o.cold).length);
-const warmupColdMs = burstFn.filter((o) => o.cold).map((o) => o.fnMs);
-outcomes.length = 0;
-{
-  // The fleet back to the stack's own size before the window starts (the burst may have launched workers).
-  const deadline = Date.now() + 90_000;
-  let quiet = 0;
-  while (quiet < 5 && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 1000));
-    quiet = [...workerSeen.values()].filter((w) => Date.now() - w.last <= 1500).length <= config.staticWorkers ? quiet + 1 : 0;
-  }
-  say(`${functionsWarm} function container(s) warm (${burstFn.length} of the burst went to functions); fleet at ${[...workerSeen.values()].filter((w) => Date.now() - w.last <= 1500).length} worker(s)`);
-}
 const status = (await (await fetch(`${baseUrl}/v1/status`)).json()) as { instances: Array<{ variant: string; worker: string; state: string }> };
 const preload = new Map<string, number>();
 for (const i of status.instances) if (variants.some((v) => v.name === i.variant) && i.state === "active") preload.set(i.variant, (preload.get(i.variant) ?? 0) + 1);
@@ -361,6 +341,52 @@ if (peakQps === undefined) throw new Error(`--peak-qps auto: no profiled CPU var
 const schedule = replaySchedule(trace, { startMinute, minutes, peakQps }, speedup);
 const arrivals = replayArrivals(schedule, seed);
 say(`${values.trace}: minutes ${startMinute} … ${startMinute + minutes - 1} (${schedule.gapMinutes} gap minutes filled), peak ${peakQps} qps${peakGiven === undefined ? ` (auto: ${AUTO_PEAK_WORKERS} × 80% of what one worker serves with ${served[0]?.name ?? "the app's best variant"})` : ""}, ${speedup}× → ${(schedule.durationMs / 60_000).toFixed(2)} min, ${arrivals.length} queries`);
+
+// Then the function path: a burst the worker cannot take within the SLO, so the dispatcher's own rule sends
+// the excess to functions and the pool's containers start now, as they would have in the hours before a
+// day of a running system, not in the measured window (the simulator's pool starts as warm).
+const burstSize = Math.ceil(3 * Math.max(...variants.map((v) => v.peakQps)) * (sloMs / 1000));
+say(`warming the function pool: a burst of ${burstSize} queries...`);
+await Promise.all(Array.from({ length: burstSize }, () => send()));
+const burstFn = outcomes.filter((o) => o.fn);
+const functionsWarm = Math.min(config.functionPoolSize, burstFn.filter((o) => o.cold).length);
+const warmupColdMs = burstFn.filter((o) => o.cold).map((o) => o.fnMs);
+outcomes.length = 0;
+/** Waits (90 s at most) until only the stack's own workers have reported for 5 s: the warm-ups may have launched some. */
+async function fleetBack(): Promise<number> {
+  const up = (): number => [...workerSeen.values()].filter((w) => Date.now() - w.last <= 1500).length;
+  const deadline = Date.now() + 90_000;
+  let quiet = 0;
+  while (quiet < 5 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 1000));
+    quiet = up() <= config.staticWorkers ? quiet + 1 : 0;
+  }
+  return up();
+}
+say(`${functionsWarm} function container(s) warm (${burstFn.length} of the burst went to functions)`);
+// Settle: the burst's late answers are in the SLO monitor's memory (~1000 queries, libs/policy
+// slo-monitor.ts) and would make it launch workers inside the window, which the simulator (no burst)
+// would not: 3000 queries at the first minute's rate, at least 50/s, make it forget them (0.999^3000 ≈ 5%).
+{
+  const settle = Math.min(3000, arrivals.length);
+  const rate = Math.max(50, schedule.replayQps[0] ?? 0);
+  say(`settling: ${settle} queries at ${rate.toFixed(0)}/s...`);
+  const sends: Array<Promise<void>> = [];
+  const started = Date.now();
+  for (let i = 0; i < settle; i++) {
+    const due = started + (i * 1000) / rate;
+    if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
+    sends.push(send());
+  }
+  await Promise.all(sends);
+  outcomes.length = 0;
+  say(`fleet at ${await fleetBack()} worker(s)`);
+}
+// What the stack's worker runs now (after the warm-ups): the simulator starts from it.
+const statusAfter = (await (await fetch(`${baseUrl}/v1/status`)).json()) as { instances: Array<{ variant: string; worker: string; state: string }> };
+preload.clear();
+for (const i of statusAfter.instances) if (variants.some((v) => v.name === i.variant) && i.state === "active") preload.set(i.variant, (preload.get(i.variant) ?? 0) + 1);
+say(`starting the window from ${[...preload].map(([v, n]) => `${v} ×${n}`).join(", ") || "nothing active"}`);
 
 // The replay: open loop, each query at its arrival time.
 const seconds = Math.ceil(schedule.durationMs / 1000);
