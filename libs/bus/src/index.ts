@@ -3,3 +3,4 @@ export * from "./connection.js";
 export * from "./replies.js";
 export * from "./service.js";
 export * from "./clock.js";
+export * from "./ticker.js";

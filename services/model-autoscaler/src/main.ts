@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { commonEnvSchema, compileOptions } from "@sloserve/contracts";
-import { connectBus, runService, systemClock } from "@sloserve/bus";
+import { connectBus, runEvery, runService, systemClock } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { ModelAutoscalerController } from "./controller.js";
 import { PipelineController } from "./pipelines.js";
@@ -50,31 +50,8 @@ await runService("model-autoscaler", process.env, async (log) => {
   const subs = [...controller.subscribe(), ...pipelines.subscribe()];
   await catalog.load();
   await pipelines.load();
-  let tuning = false;
-  const pipelineTimer = setInterval(() => {
-    if (tuning) return;
-    tuning = true;
-    void pipelines
-      .tick()
-      .catch((err: unknown) => log.error({ err }, "pipeline tick failed"))
-      .finally(() => {
-        tuning = false;
-      });
-  }, options.PIPELINE_TICK_MS);
-  let ticking = false;
-  const timer = setInterval(() => {
-    if (ticking) return; // a slow tick is never overlapped by the next
-    ticking = true;
-    const started = performance.now();
-    void controller
-      .tick()
-      .catch((err: unknown) => log.error({ err }, "tick failed"))
-      .finally(() => {
-        ticking = false;
-        const ms = performance.now() - started;
-        if (ms > options.TICK_MS / 2) log.warn({ ms }, "slow autoscaler tick");
-      });
-  }, options.TICK_MS);
+  const pipelineTimer = runEvery(options.PIPELINE_TICK_MS, () => pipelines.tick(), log, "pipeline tick");
+  const timer = runEvery(options.TICK_MS, () => controller.tick(), log, "autoscaler tick");
   return {
     async stop() {
       clearInterval(timer);

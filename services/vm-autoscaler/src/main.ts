@@ -4,7 +4,7 @@ import { availableParallelism } from "node:os";
 import { z } from "zod";
 import { EC2Client } from "@aws-sdk/client-ec2";
 import { commonEnvSchema, compileOptions, hardwareSchema, type Hardware } from "@sloserve/contracts";
-import { connectBus, runService, systemClock, type Bus, type Logger } from "@sloserve/bus";
+import { connectBus, runEvery, runService, systemClock, type Bus, type Logger } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { INSTANCE_PRICES, pricePerSecond, type MachineKind, type MachinePlanConfig } from "@sloserve/policy";
 import { Ec2WorkerProvider, LocalWorkerProvider, NomadWorkerProvider, natsSpotNotices, type WorkerProvider } from "@sloserve/providers";
@@ -222,20 +222,7 @@ await runService("vm-autoscaler", process.env, async (log) => {
     metricsPort = typeof address === "object" && address ? address.port : o.METRICS_PORT;
   }
 
-  let ticking = false;
-  const timer = setInterval(() => {
-    if (ticking) return; // a slow tick is never overlapped by the next
-    ticking = true;
-    const started = performance.now();
-    void controller
-      .tick()
-      .catch((err: unknown) => log.error({ err }, "tick failed"))
-      .finally(() => {
-        ticking = false;
-        const ms = performance.now() - started;
-        if (ms > o.TICK_MS / 2) log.warn({ ms }, "slow VM autoscaler tick");
-      });
-  }, o.TICK_MS);
+  const timer = runEvery(o.TICK_MS, () => controller.tick(), log, "VM autoscaler tick");
   const costTimer = setInterval(() => void controller.publishCosts().catch((err: unknown) => log.warn({ err }, "publishing the cost summary failed")), o.COST_EVERY_MS);
 
   return {
