@@ -154,16 +154,24 @@ describe("e2e model-less", () => {
       },
     });
     await drive(5, 4);
+    // The step: well past the profiled peak of the variant that served the low load (profiles are
+    // measured on this machine, so the step saturates it on a fast machine as on a slow one), and at
+    // least 100 queries/s.
+    const servedLow = results.filter((r) => r.variant).at(-1)?.variant;
+    const heavyListing = await listing("heavy");
+    const peakLow = heavyListing.models.flatMap((m) => m.variants).find((v) => v.name === servedLow)?.peak_qps;
+    expect(peakLow, `profiled peak of ${servedLow}`).toBeGreaterThan(0);
+    const stepQps = Math.max(100, Math.ceil(1.3 * peakLow!));
     const stepAt = Date.now();
-    await drive(100, 20);
+    await drive(stepQps, 20);
     const scaled = decisions.filter((d) => d.atMs >= stepAt && d.model === "heavy-mlp" && ["replicate", "upgrade", "load", "place-elsewhere"].includes(d.action));
-    expect(scaled.length, JSON.stringify(decisions.slice(-10))).toBeGreaterThan(0);
+    expect(scaled.length, `step to ${stepQps} queries/s (${servedLow} peaks at ${peakLow}): ${JSON.stringify(decisions.slice(-10))}`).toBeGreaterThan(0);
     // After the system adapted (the last 8 s of the step), ≥ 99% of queries met the 150 ms SLO.
     const late = results.filter((r) => r.sentMs >= stepAt + 12_000 && r.sentMs < stepAt + 20_000);
     const met = late.filter((r) => r.ok && r.latencyMs <= sloMs).length / late.length;
     const sorted = late.map((r) => r.latencyMs).sort((a, b) => a - b);
     const summary = `${late.length} queries, ${late.filter((r) => r.ok).length} ok, p50 ${sorted[Math.floor(sorted.length / 2)]} ms, p99 ${sorted[Math.floor(sorted.length * 0.99)]} ms; errors: ${JSON.stringify([...new Set(late.filter((r) => r.error).map((r) => r.error))].slice(0, 3))}; served by ${JSON.stringify(Object.entries(late.reduce<Record<string, number>>((a, r) => ({ ...a, [r.variant ?? "-"]: (a[r.variant ?? "-"] ?? 0) + 1 }), {})))}; decisions: ${JSON.stringify(decisions.filter((d) => d.atMs >= stepAt).slice(0, 8))}`;
-    expect(late.length, summary).toBeGreaterThan(700);
+    expect(late.length, summary).toBeGreaterThan(stepQps * 7);
     expect(met, summary).toBeGreaterThanOrEqual(0.99);
 
     const dropAt = Date.now();

@@ -10,8 +10,8 @@ import { contentTypes, encodeTensors, headers, subjects, type WorkerReport } fro
  * two more. PaddleOCR's text detector (3×320×320 inputs, ~60 ms a query on one thread here) is
  * registered over HTTP, unprofiled.
  *
- * 1. A load ramp (4 → 16 queries/s) keeps the stack's worker busy above 80%: the vm-autoscaler
- *    launches an executor process (INFaaS's utilisation rule).
+ * 1. A load ramp (from half the worker's measured capacity up to 3 × it) keeps the stack's worker busy
+ *    above 80%: the vm-autoscaler launches an executor process (INFaaS's utilisation rule).
  * 2. The load stops; the stack's executor (it runs the detector) is SIGKILLed: it is replaced within
  *    30 s and the replacement reloads the detector.
  * 3. The launched workers, idle, are terminated after the cool-down (never before the billing
@@ -99,18 +99,32 @@ describe("e2e vm-autoscaler", () => {
     await until("the first answer", () => tally.ok + tally.noReply + [...tally.errors.values()].reduce((a, b) => a + b, 0) >= 1, 60_000);
     expect(tally.ok).toBe(1);
 
-    // 1. The ramp: 4, 8, 12 queries/s for 4 s each, then 16/s until a worker is launched.
+    // The detector's service time on this machine, from queries sent one at a time: the ramp is set
+    // against it, so that it saturates the worker on a fast machine as on a slow one.
+    const soloMs: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const t0 = Date.now();
+      send();
+      await until("a solo answer", () => inFlight.size === 0, 60_000);
+      soloMs.push(Date.now() - t0);
+    }
+    const capacity = 1000 / Math.max(1, [...soloMs].sort((a, b) => a - b)[1]!);
+
+    // 1. The ramp: from half the worker's capacity up by a quarter of it every 4 s (at most 3 ×),
+    //    until a worker is launched.
     const started = Date.now();
-    let rate = 4;
+    let rate = 0;
     let launched: (typeof decisions)[number] | undefined;
+    let owed = 0;
     while (!launched && Date.now() - started < 60_000) {
       const elapsed = Date.now() - started;
-      rate = Math.min(16, 4 + 4 * Math.floor(elapsed / 4000));
-      for (let i = 0; i < rate / 4; i++) send();
+      rate = capacity * Math.min(3, 0.5 + 0.25 * Math.floor(elapsed / 4000));
+      owed += rate / 4;
+      for (; owed >= 1; owed--) send();
       await sleep(250);
       launched = decisions.find((d) => d.action === "launch");
     }
-    expect(launched, `no launch after 60 s at up to ${rate} queries/s`).toBeDefined();
+    expect(launched, `no launch after 60 s at up to ${rate.toFixed(1)} queries/s (one query alone: ${soloMs.join(", ")} ms)`).toBeDefined();
     expect(launched?.reason).toMatch(/utilisation above 80%|overloaded|placement|SLO monitor/);
     const first = await until("the launched worker's result", () => results.find((r) => r.action === "launch" && r.ok)?.worker, 10_000);
     await until("the launched executor's heartbeat", () => live().includes(first), 30_000);
