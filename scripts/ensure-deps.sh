@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the project needs and is missing: Debian's nats-server, redis-server and DejaVu fonts,
-# and the npm packages. Safe to run again: it does nothing when everything is there.
+# Installs what the project needs and is missing: Debian's nats-server, redis-server, DejaVu fonts, chromium and
+# docker-compose, and the npm packages. Safe to run again: it does nothing when everything is there.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -10,6 +10,10 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 # The DejaVu fonts that libs/ocr renders its test images with.
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSansCondensed.ttf ] || missing+=(fonts-dejavu-extra)
+# Debian's chromium, which the dashboard's browser test drives with playwright-core (test/e2e-dashboard.test.ts).
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+# Debian's docker-compose, with which test/deploy-files.test.ts validates docker-compose.yml (no Docker engine needed).
+command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} (Debian packages)..."
   SUDO=""

@@ -1,21 +1,26 @@
-import { rmSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { startStack, REPO_ROOT, ocrModels, ocrPipelineSpec, digitsModels, registerOverHttp, digitsCascadeSpec, registerPipelineOverHttp } from "@sloserve/stack";
+import { startStack, prometheusFileSd, REPO_ROOT, ocrModels, ocrPipelineSpec, digitsModels, registerOverHttp, digitsCascadeSpec, registerPipelineOverHttp } from "@sloserve/stack";
 import { probeExecutionProvider } from "@sloserve/runtime";
 
 /**
  * Starts the whole system locally: nats-server (JetStream) and redis-server on free ports, every
  * service as its own process, the frontend on HTTP_PORT (default 8080), and the bundled models
- * registered. State lives in .run/ and starts fresh each time. Ctrl-C stops everything.
+ * registered. State lives in .run/ and starts fresh each time; within a run Redis keeps an append-only
+ * file (.run/redis), so a redis-server restart keeps the registry. Ctrl-C stops everything.
  */
 const { values } = parseArgs({
   options: {
     port: { type: "string", default: process.env.HTTP_PORT ?? "8080" },
+    // The Open Inference Protocol over gRPC (inference.GRPCInferenceService).
+    "grpc-port": { type: "string", default: process.env.GRPC_PORT ?? "8081" },
     workers: { type: "string", default: process.env.CPU_WORKERS ?? "1" },
     // CPU workers the vm-autoscaler may run in all (its own launches on top of --workers): default 2 more.
     "max-workers": { type: "string", default: process.env.MAX_CPU_WORKERS },
     "no-models": { type: "boolean", default: false },
+    // An Inferentia host: the Neuron-backed OIP gRPC server (host:port) that executor-inferentia hands its batches to.
+    "neuron-server": { type: "string", default: process.env.NEURON_SERVER },
   },
 });
 
@@ -26,7 +31,7 @@ say("starting nats-server, redis-server and the services...");
 const cpuWorkers = Number(values.workers);
 const maxWorkers = values["max-workers"] === undefined ? cpuWorkers + 2 : Number(values["max-workers"]);
 // Serverless overflow to the local function pool unless OVERFLOW says otherwise (off, lambda, lambda,local).
-const stack = await startStack({ dir, httpPort: Number(values.port), cpuWorkers, maxWorkers, logLevel: process.env.LOG_LEVEL ?? "info", env: { OVERFLOW: process.env.OVERFLOW ?? "local" } });
+const stack = await startStack({ dir, httpPort: Number(values.port), grpcPort: Number(values["grpc-port"]), cpuWorkers, maxWorkers, persistRedis: true, logLevel: process.env.LOG_LEVEL ?? "info", env: { OVERFLOW: process.env.OVERFLOW ?? "local" } });
 let stopping = false;
 const stop = async (): Promise<void> => {
   if (stopping) return;
@@ -42,6 +47,10 @@ process.on("SIGTERM", () => void stop());
 if ((await probeExecutionProvider("cuda")).ok) {
   const gpu = await stack.startService("executor-gpu");
   say(`CUDA is usable here: started executor-gpu ${String(gpu.info.worker)}`);
+}
+if (values["neuron-server"]) {
+  const inf = await stack.startService("executor-inferentia", { NEURON_SERVER: values["neuron-server"] });
+  say(`started executor-inferentia ${String(inf.info.worker)}, serving through the Neuron server at ${values["neuron-server"]}`);
 }
 say(`services up (logs: ${stack.logPath}); the vm-autoscaler runs up to ${maxWorkers} CPU worker(s), replaces lost ones, and gives back only those it launched`);
 if (!values["no-models"]) {
@@ -61,4 +70,7 @@ if (!values["no-models"]) {
   else say(`could not register pipeline ocr: ${ocr.status} ${JSON.stringify(ocr.body)}`);
 }
 const url = `http://localhost:${Number(values.port) || new URL(stack.httpUrl).port}`;
-say(`ready: ${url}  (dashboard: ${url}/dashboard, health: ${url}/v2/health/ready). Ctrl-C stops.`);
+// Every service's Prometheus endpoint, for a Prometheus here (file_sd_configs; docs/METRICS.md).
+writeFileSync(join(dir, "prometheus-targets.json"), JSON.stringify(prometheusFileSd(stack.metricsTargets()), null, 2));
+say(`metrics: ${stack.metricsTargets().map((t) => `${t.service} ${t.url}`).join(", ")} (listed in .run/prometheus-targets.json)`);
+say(`ready: ${url}  (dashboard: ${url}/dashboard, health: ${url}/v2/health/ready; OIP gRPC: ${stack.grpcAddress}). Ctrl-C stops.`);

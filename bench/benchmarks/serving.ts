@@ -193,6 +193,14 @@ class Targets {
     this.count("http", variantOf(a.body));
   };
 
+  /** HTTP in the binary tensor extension, binary outputs: the body is read as bytes, never parsed as JSON numbers. */
+  httpBinary: Target = async () => {
+    const a = expectOk(await this.system.post(this.path, this.q.binary.body, "application/octet-stream", { "inference-header-content-length": this.q.binary.headerLength }), "system HTTP binary");
+    const b = batchSizeOf(a.body);
+    if (b !== undefined) this.batchSizes.push(b);
+    this.count("http-bin", variantOf(a.body));
+  };
+
   direct_: Target = async () => {
     expectOk(await this.direct.post(this.path, this.q.json), "direct server");
   };
@@ -342,7 +350,7 @@ export async function runServing(options: ServingOptions): Promise<ServingResult
       };
 
       // ---- low load: one query at a time, interleaved ----
-      const lowTargets: Record<string, Target> = { raw: t.raw, http: t.http, nats: t.nats, direct: t.direct_, echo: t.echo, "js-echo": t.jsEcho };
+      const lowTargets: Record<string, Target> = { raw: t.raw, http: t.http, "http-bin": t.httpBinary, nats: t.nats, direct: t.direct_, echo: t.echo, "js-echo": t.jsEcho };
       log(`  ${m.model.name}: low-load latency (${Object.keys(lowTargets).join(", ")}), up to ${p.lowLoad.rounds} rounds`);
       let low: Awaited<ReturnType<typeof interleaved>> | undefined;
       t.reset();
@@ -359,7 +367,7 @@ export async function runServing(options: ServingOptions): Promise<ServingResult
       for (const [name, xs] of Object.entries(low.latencies)) lat[name] = summarize(xs);
       const raw = lat.raw as Summary;
       const added: Record<string, { p50: number; p99: number }> = {};
-      for (const name of ["http", "nats", "direct"]) {
+      for (const name of ["http", "http-bin", "nats", "direct"]) {
         const s = lat[name] as Summary;
         added[name] = { p50: round(s.p50 - raw.p50), p99: round(s.p99 - raw.p99) };
       }
@@ -368,7 +376,7 @@ export async function runServing(options: ServingOptions): Promise<ServingResult
       // The machine is shared, so its speed drifts: every rotation measures raw and every target back
       // to back, ratios are taken within a rotation, and the reported figure is the median.
       const batch8 = Array.from({ length: 8 }, () => q.tensors);
-      const loadTargets: Record<string, Target> = { http: t.http, nats: t.nats, direct: t.direct_, echo: t.echo, "js-echo": t.jsEcho, "js-echo-nt": t.jsEchoNoTraces };
+      const loadTargets: Record<string, Target> = { http: t.http, "http-bin": t.httpBinary, nats: t.nats, direct: t.direct_, echo: t.echo, "js-echo": t.jsEcho, "js-echo-nt": t.jsEchoNoTraces };
       const names = Object.keys(loadTargets);
       const rawB1: number[] = [];
       const rawB8: number[] = [];
@@ -453,9 +461,9 @@ export async function runServing(options: ServingOptions): Promise<ServingResult
       const vsRaw: Record<string, number | null> = {};
       const vsDirect: Record<string, number | null> = {};
       const vsEcho: Record<string, number | null> = {};
-      for (const name of ["http", "nats", "direct"]) vsRaw[name] = med(ratioRaw[name]);
-      for (const name of ["http", "nats"]) vsDirect[name] = med(ratioDirect[name]);
-      if (tp.echo) for (const name of ["http", "nats", "direct", "js-echo", "js-echo-nt"]) vsEcho[name] = med(ratioEcho[name]);
+      for (const name of ["http", "http-bin", "nats", "direct"]) vsRaw[name] = med(ratioRaw[name]);
+      for (const name of ["http", "http-bin", "nats"]) vsDirect[name] = med(ratioDirect[name]);
+      if (tp.echo) for (const name of ["http", "http-bin", "nats", "direct", "js-echo", "js-echo-nt"]) vsEcho[name] = med(ratioEcho[name]);
 
       figures[m.role] = {
         model: m.model.name,

@@ -24,10 +24,10 @@ export class HttpClient {
     this.agent = new Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
   }
 
-  post(path: string, body: Buffer, contentType = "application/json"): Promise<HttpAnswer> {
+  post(path: string, body: Buffer, contentType = "application/json", extraHeaders: Record<string, string | number> = {}): Promise<HttpAnswer> {
     return new Promise((resolve, reject) => {
       const req = request(
-        { host: this.host, port: this.port, path, method: "POST", agent: this.agent, headers: { "content-type": contentType, "content-length": body.length } },
+        { host: this.host, port: this.port, path, method: "POST", agent: this.agent, headers: { "content-type": contentType, "content-length": body.length, ...extraHeaders } },
         (res) => {
           const chunks: Buffer[] = [];
           res.on("data", (c: Buffer) => chunks.push(c));

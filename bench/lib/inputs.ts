@@ -23,6 +23,11 @@ export interface Query {
   json: Buffer;
   /** Binary tensor encoding (libs/contracts wire.ts). */
   wire: Uint8Array;
+  /**
+   * The same query in the Open Inference Protocol's HTTP binary tensor extension, asking for binary
+   * outputs (`binary_data_output`): the body and its `Inference-Header-Content-Length`.
+   */
+  binary: { body: Buffer; headerLength: number };
 }
 
 /** A seeded PRNG (mulberry32), as in test/support.ts: the same inputs on every run. */
@@ -38,7 +43,10 @@ export function makeQuery(m: BenchModel, seed = 42): Query {
   const values = Array.from({ length: n }, () => Math.round(rand() * 1000) / 1000);
   const tensors: Tensor[] = [{ name: m.inputName, datatype: "FP32", shape: m.shape, data: Float32Array.from(values) }];
   const json = Buffer.from(JSON.stringify({ inputs: [{ name: m.inputName, datatype: "FP32", shape: m.shape, data: values }] }));
-  return { tensors, json, wire: encodeTensors(tensors) };
+  const data = tensors[0]!.data;
+  const header = Buffer.from(JSON.stringify({ inputs: [{ name: m.inputName, datatype: "FP32", shape: m.shape, parameters: { binary_data_size: data.byteLength } }], parameters: { binary_data_output: true } }));
+  const binary = { body: Buffer.concat([header, Buffer.from(data.buffer, data.byteOffset, data.byteLength)]), headerLength: header.length };
+  return { tensors, json, wire: encodeTensors(tensors), binary };
 }
 
 function ocr(name: string): BundledModel {

@@ -39,6 +39,11 @@ function lowLoadTable(m: ModelFigures): string {
   return table(["target", "p50 ms", "p99 ms", "mean ms", "added p50 ms", "added p99 ms", "answered", "failed"], rows);
 }
 
+/** A path's name in the tables: HTTP (JSON), HTTP binary (the binary tensor extension), NATS. */
+function pathLabel(p: string): string {
+  return p === "http-bin" ? "HTTP binary" : p.toUpperCase();
+}
+
 function throughputTable(m: ModelFigures): string {
   const t = m.throughput;
   const rows: Array<Array<string | number>> = [
@@ -71,17 +76,17 @@ export function renderResults(
   const headline: Array<Array<string | number>> = [];
   if (s) {
     for (const m of [s.models.small, s.models.rec]) {
-      for (const p of ["http", "nats"]) {
+      for (const p of ["http", "http-bin", "nats"]) {
         const a = m.lowLoad.addedMs[p];
-        headline.push([`added latency p50, ${m.model}, ${p.toUpperCase()}`, fmt(a?.p50, " ms"), "≤ 1 ms", yes(a ? a.p50 <= 1 : null), origin(serving)]);
-        headline.push([`added latency p99, ${m.model}, ${p.toUpperCase()}`, fmt(a?.p99, " ms"), "≤ 3 ms", yes(a ? a.p99 <= 3 : null), origin(serving)]);
+        headline.push([`added latency p50, ${m.model}, ${pathLabel(p)}`, fmt(a?.p50, " ms"), "≤ 1 ms", yes(a ? a.p50 <= 1 : null), origin(serving)]);
+        headline.push([`added latency p99, ${m.model}, ${pathLabel(p)}`, fmt(a?.p99, " ms"), "≤ 3 ms", yes(a ? a.p99 <= 3 : null), origin(serving)]);
       }
     }
     for (const m of [s.models.small, s.models.rec]) {
-      for (const p of ["http", "nats"]) {
+      for (const p of ["http", "http-bin", "nats"]) {
         const r = m.throughput.vsRaw[p];
-        headline.push([`throughput_vs_raw, ${m.model}, ${p.toUpperCase()}`, fmt(r), m === s.models.rec ? "≥ 0.8" : "", m === s.models.rec ? yes(r === null || r === undefined ? null : r >= 0.8) : "", origin(serving)]);
-        headline.push([`throughput_vs_direct, ${m.model}, ${p.toUpperCase()}`, fmt(m.throughput.vsDirect[p]), "", "", origin(serving)]);
+        headline.push([`throughput_vs_raw, ${m.model}, ${pathLabel(p)}`, fmt(r), m === s.models.rec ? "≥ 0.8" : "", m === s.models.rec ? yes(r === null || r === undefined ? null : r >= 0.8) : "", origin(serving)]);
+        headline.push([`throughput_vs_direct, ${m.model}, ${pathLabel(p)}`, fmt(m.throughput.vsDirect[p]), "", "", origin(serving)]);
       }
     }
     const q = s.models.small.throughput;

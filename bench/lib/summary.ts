@@ -57,7 +57,7 @@ export function buildSummary(
   let smallQps: Summary["small_model_qps"] = null;
   let rss: Summary["rss_mb"] = null;
   if (s) {
-    const paths = ["http", "nats"];
+    const paths = ["http", "http-bin", "nats"];
     const byPath = (m: ModelFigures, ok: (p: string) => boolean): Record<string, boolean> => Object.fromEntries(paths.map((p) => [p, ok(p)]));
     const rec = s.models.rec;
     goals = {
@@ -95,10 +95,10 @@ export function buildSummary(
   if (!sim?.result) notes.push(`sim: ${sim?.error ?? "not run yet"}`);
   return {
     date: dates[dates.length - 1] ?? new Date().toISOString(),
-    added_latency_p50_ms: s ? perModel(s, (m) => ({ http: m.lowLoad.addedMs.http?.p50 ?? null, nats: m.lowLoad.addedMs.nats?.p50 ?? null })) : null,
-    added_latency_p99_ms: s ? perModel(s, (m) => ({ http: m.lowLoad.addedMs.http?.p99 ?? null, nats: m.lowLoad.addedMs.nats?.p99 ?? null })) : null,
-    throughput_vs_raw: s ? perModel(s, (m) => ({ http: m.throughput.vsRaw.http ?? null, nats: m.throughput.vsRaw.nats ?? null, direct: m.throughput.vsRaw.direct ?? null })) : null,
-    throughput_vs_direct: s ? perModel(s, (m) => ({ http: m.throughput.vsDirect.http ?? null, nats: m.throughput.vsDirect.nats ?? null })) : null,
+    added_latency_p50_ms: s ? perModel(s, (m) => ({ http: m.lowLoad.addedMs.http?.p50 ?? null, "http-bin": m.lowLoad.addedMs["http-bin"]?.p50 ?? null, nats: m.lowLoad.addedMs.nats?.p50 ?? null })) : null,
+    added_latency_p99_ms: s ? perModel(s, (m) => ({ http: m.lowLoad.addedMs.http?.p99 ?? null, "http-bin": m.lowLoad.addedMs["http-bin"]?.p99 ?? null, nats: m.lowLoad.addedMs.nats?.p99 ?? null })) : null,
+    throughput_vs_raw: s ? perModel(s, (m) => ({ http: m.throughput.vsRaw.http ?? null, "http-bin": m.throughput.vsRaw["http-bin"] ?? null, nats: m.throughput.vsRaw.nats ?? null, direct: m.throughput.vsRaw.direct ?? null })) : null,
+    throughput_vs_direct: s ? perModel(s, (m) => ({ http: m.throughput.vsDirect.http ?? null, "http-bin": m.throughput.vsDirect["http-bin"] ?? null, nats: m.throughput.vsDirect.nats ?? null })) : null,
     small_model_qps: smallQps,
     selection_p99_us: selection?.result?.p99UsAt1000 ?? null,
     estimator_hour_ms: estimator?.result?.hourMs ?? null,

@@ -28,9 +28,15 @@ export interface BusOptions {
   log: Logger;
   /** Create or update the streams and the model bucket (idempotent). Default true. */
   ensure?: boolean;
+  /**
+   * Replicas of the streams and the model bucket (JS_REPLICAS; 3 on a three-node cluster). Unset: new
+   * ones get 1 and existing ones keep theirs, so a service started without it never scales them down.
+   */
+  replicas?: number | undefined;
 }
 
 const HOUR_NS = 3600 * 1e9;
+const SETUP_TIMEOUT_MS = 10_000;
 const DAY_NS = 24 * HOUR_NS;
 
 /** Stream configurations (DESIGN.md §2). */
@@ -44,21 +50,47 @@ export function streamConfigs(): Array<Partial<StreamConfig> & { name: string; s
   ];
 }
 
-export async function ensureStreams(jsm: JetStreamManager): Promise<void> {
+export async function ensureStreams(jsm: JetStreamManager, replicas?: number): Promise<void> {
   for (const config of streamConfigs()) {
     try {
-      await jsm.streams.info(config.name);
-      await jsm.streams.update(config.name, config);
+      const existing = await jsm.streams.info(config.name);
+      const wanted = { ...config, num_replicas: replicas ?? existing.config.num_replicas };
+      // Only a change is sent: on a cluster each update is a proposal to the meta group.
+      const current = existing.config as unknown as Record<string, unknown>;
+      if (Object.entries(wanted).every(([key, value]) => JSON.stringify(current[key]) === JSON.stringify(value))) continue;
+      await jsm.streams.update(config.name, wanted);
     } catch (err) {
       if ((err as Error).name !== "StreamNotFoundError" && !/not found/i.test((err as Error).message)) throw err;
       try {
-        await jsm.streams.add(config);
+        await jsm.streams.add({ ...config, num_replicas: replicas ?? 1 });
       } catch (addErr) {
         // Another service created it between our look-up and our add.
         if (!/already in use|exists/i.test((addErr as Error).message)) throw addErr;
       }
     }
   }
+}
+
+const SETUP_ATTEMPTS = 6;
+
+async function retryTimeouts<T>(log: Logger, attempt: () => Promise<T>): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      const timedOut = (err as Error).name === "TimeoutError" || /timeout/i.test((err as Error).message);
+      if (!timedOut || i >= SETUP_ATTEMPTS) throw err;
+      log.warn({ attempt: i, of: SETUP_ATTEMPTS }, "setting up the JetStream streams timed out; trying again");
+    }
+  }
+}
+
+/** Sets an existing bucket's replica count (creating a bucket sets it only for a new one). */
+async function ensureBucketReplicas(jsm: JetStreamManager, bucket: ObjectStore, replicas: number): Promise<void> {
+  const status = await bucket.status();
+  if (status.replicas === replicas) return;
+  const stream = status.streamInfo.config;
+  await jsm.streams.update(stream.name, { ...stream, num_replicas: replicas });
 }
 
 export async function connectBus(options: BusOptions): Promise<Bus> {
@@ -79,9 +111,19 @@ export async function connectBus(options: BusOptions): Promise<Bus> {
   })();
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  if (options.ensure !== false) await ensureStreams(jsm);
-  const objm = new Objm(nc);
-  const models = await objm.create(MODEL_BUCKET, { storage: StorageType.File });
+  // Setting streams up, and the model bucket's transfers, get longer than the 5 s default: on a cluster
+  // every change is a proposal to the meta group, and several services start at once. When services
+  // create the same stream at once, nats-server 2.9 may not answer all of them: a timeout is retried
+  // (the stream is then found and left as it is).
+  const slow = { timeout: SETUP_TIMEOUT_MS };
+  const setup = await jetstreamManager(nc, slow);
+  const objm = new Objm(jetstream(nc, slow));
+  const models = await retryTimeouts(log, async () => {
+    if (options.ensure !== false) await ensureStreams(setup, options.replicas);
+    const bucket = await objm.create(MODEL_BUCKET, { storage: StorageType.File, replicas: options.replicas ?? 1 });
+    if (options.ensure !== false && options.replicas !== undefined) await ensureBucketReplicas(setup, bucket, options.replicas);
+    return bucket;
+  });
   return {
     nc,
     js,

@@ -184,6 +184,8 @@ export function tensorFromJsonData(name: string, datatype: Datatype, shape: numb
       for (let i = 0; i < expected; i++) {
         const v = flat[i];
         if (typeof v !== "number") throw badElement(i);
+        // JSON has no NaN or infinity; a literal too large for a double (1e999) parses as one.
+        if (!Number.isFinite(v)) throw new ServeError(ErrorCode.invalidData, `input '${name}' element ${i} is not a finite number (a JSON number beyond the range of a double)`);
         arr[i] = v;
       }
       break;

@@ -5,12 +5,32 @@ import type { Tensor } from "@sloserve/contracts";
  * executor-gpu the CUDA provider, executor-inferentia a remote Open Inference Protocol server.
  */
 export interface ModelBackend {
-  runBatch(queries: ReadonlyArray<readonly Tensor[]>): Promise<Tensor[][]>;
+  /**
+   * Runs queries as a batch; `deadlineMs` (epoch ms) is when the latest of them must be answered, so
+   * that an engine behind a network gives up then instead of hanging. An engine that cannot be reached
+   * throws a `ServeError` with code `unavailable` (the whole batch fails with it; no retry one by one).
+   */
+  runBatch(queries: ReadonlyArray<readonly Tensor[]>, options?: { deadlineMs?: number }): Promise<Tensor[][]>;
   release(): Promise<void>;
+  /**
+   * For an engine behind a network: whether it can serve this model now, asked every report period.
+   * A local engine has none (it is there while the process is).
+   */
+  health?(): Promise<BackendHealth>;
+}
+
+export type BackendHealth = { ok: true } | { ok: false; reason: string };
+
+/** What the worker knows of the variant a backend is loaded for. */
+export interface BackendLoadOptions {
+  threads: number;
+  /** The registered model's name. */
+  model: string;
+  quantization: "fp32" | "int8";
 }
 
 export interface BackendFactory {
   /** Hardware kind this factory serves: "cpu", "gpu" or "inferentia". */
   hardware: "cpu" | "gpu" | "inferentia";
-  load(bytes: Uint8Array, options: { threads: number }): Promise<ModelBackend>;
+  load(bytes: Uint8Array, options: BackendLoadOptions): Promise<ModelBackend>;
 }

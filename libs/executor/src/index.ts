@@ -3,3 +3,4 @@ export * from "./instance.js";
 export * from "./worker.js";
 export * from "./onnx-backend.js";
 export * from "./profiler.js";
+export * from "./metrics.js";

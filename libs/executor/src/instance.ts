@@ -1,4 +1,4 @@
-import { AckPolicy, DeliverPolicy, type JsMsg, type ConsumerMessages } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, type Consumer, type JsMsg, type ConsumerMessages } from "@nats-io/jetstream";
 import {
   ErrorCode,
   ServeError,
@@ -13,8 +13,9 @@ import {
 } from "@sloserve/contracts";
 import { replyError, replyInference, type Bus, type Logger } from "@sloserve/bus";
 import { cannotFinishInTime, planBatch, profiledLatencyAt, RunTimeEstimate, variantPricePerSecond, type BatchPolicy, type BatchQueueView } from "@sloserve/policy";
-import type { ModelBackend } from "./backend.js";
+import type { BackendHealth, ModelBackend } from "./backend.js";
 import { WindowStats } from "./stats.js";
+import type { QueryMetrics } from "./metrics.js";
 
 /**
  * One loaded variant on a worker: pulls queries from the variant's JetStream queue (the durable
@@ -45,10 +46,30 @@ class PendingQueue implements BatchQueueView {
   }
 }
 
-/** How long JetStream waits for an ack before redelivering a query to another replica. */
-export const ACK_WAIT_MS = 6_000;
-/** Queries held longer than this are marked in progress, so they are not redelivered meanwhile. */
-const KEEPALIVE_MS = 2_000;
+/**
+ * How long JetStream waits for an ack before redelivering a query to another replica: what a query
+ * whose replica died mid-batch loses (docs/RELIABILITY.md). Short, because the replica holding a query
+ * marks it in progress every KEEPALIVE_MS while it waits and runs.
+ */
+export const ACK_WAIT_MS = 2_000;
+/** Queries held longer than this are marked in progress every as often, so they are not redelivered meanwhile (first mark ≤ 2× after arrival < ACK_WAIT_MS). */
+const KEEPALIVE_MS = 500;
+/**
+ * Deliveries of a query before JetStream drops it. A replica that dies leaves its open pulls behind
+ * until they expire (PULL_EXPIRES_MS), and JetStream may deliver to them meanwhile: each such delivery
+ * costs an ack wait. With 3 (the old value) a query could be dropped that way and time out at its
+ * deadline (seen in test/e2e-faults.test.ts; likely the "9 of 1 200 failed with 504" of issue 12); 10
+ * outlasts the dead pulls, and a query past its deadline is answered deadline_exceeded by the
+ * replica that finally gets it.
+ */
+const MAX_DELIVER = 10;
+/** How long one pull for queries stays open (see consume). */
+const PULL_EXPIRES_MS = 5_000;
+
+/** An error of the engine itself (unreachable, out of time) rather than of a query's data. */
+function isEngineFailure(err: unknown): boolean {
+  return err instanceof ServeError && (err.code === ErrorCode.unavailable || err.code === ErrorCode.deadlineExceeded);
+}
 
 export class VariantInstance {
   readonly stats = new WindowStats();
@@ -57,8 +78,11 @@ export class VariantInstance {
   private timer: NodeJS.Timeout | undefined;
   private keepAlive: NodeJS.Timeout | undefined;
   private inFlight: Pending[] = [];
+  private consumer: Consumer | undefined;
   private messages: ConsumerMessages | undefined;
   private stopped = false;
+  /** Not taking queries: the engine cannot serve them now (see {@link pause}). */
+  private paused = false;
   private running: Promise<void> = Promise.resolve();
   /** Expected run time of a batch (profile × observed slowdown): used for deadline checks. */
   readonly runTime: RunTimeEstimate;
@@ -77,6 +101,8 @@ export class VariantInstance {
     private readonly worker: { id: string; hardware: string },
     private readonly log: Logger,
     private readonly clock: Clock,
+    /** Its Prometheus series (ExecutorMetrics.forVariant); none: not exported. */
+    private readonly metrics?: QueryMetrics,
   ) {
     this.pricePerS = variantPricePerSecond(variant.hardware, variant.threads);
     const profiled = variant.profile?.latencyMs;
@@ -114,7 +140,9 @@ export class VariantInstance {
   async start(): Promise<void> {
     const durable = queueConsumer(this.variant.name);
     try {
-      await this.bus.jsm.consumers.info(streams.queries.name, durable);
+      const info = await this.bus.jsm.consumers.info(streams.queries.name, durable);
+      // A consumer made by an older version with another ack wait: bring it to this one.
+      if (info.config.ack_wait !== ACK_WAIT_MS * 1e6 || info.config.max_deliver !== MAX_DELIVER) await this.bus.jsm.consumers.update(streams.queries.name, durable, { ack_wait: ACK_WAIT_MS * 1e6, max_deliver: MAX_DELIVER });
     } catch {
       await this.bus.jsm.consumers
         .add(streams.queries.name, {
@@ -125,27 +153,67 @@ export class VariantInstance {
           // Short, so that queries held by a replica that died (or by a pull cut off by an unload) come
           // back soon; replicas keep the queries they hold alive with working() (see keepAlive).
           ack_wait: ACK_WAIT_MS * 1e6,
-          max_deliver: 3,
+          max_deliver: MAX_DELIVER,
           max_ack_pending: 10_000,
         })
         .catch((err: Error) => {
           if (!/already in use|exists/i.test(err.message)) throw err;
         });
     }
-    const consumer = await this.bus.js.consumers.get(streams.queries.name, durable);
-    // Prefetch about two batches: enough to keep the engine busy, little enough that other replicas
-    // of the variant get their share of the queue.
-    this.messages = await consumer.consume({ max_messages: Math.max(2, this.variant.maxBatch * 2) });
-    void this.pump(this.messages);
+    this.consumer = await this.bus.js.consumers.get(streams.queries.name, durable);
+    await this.consume();
     this.keepAlive = setInterval(() => {
       const old = this.clock.now() - KEEPALIVE_MS;
       for (const p of [...this.inFlight, ...this.queue.items]) if (p.receivedAtMs < old) p.msg.working();
     }, KEEPALIVE_MS);
   }
 
+  private async consume(): Promise<void> {
+    // Prefetch about two batches: enough to keep the engine busy, little enough that other replicas
+    // of the variant get their share of the queue.
+    // Pulls expire after 5 s (heartbeats every 2.5 s) instead of nats.js's 30 s: when the stream's leader
+    // moves (a NATS node of a cluster lost, test/fault-nats-cluster.test.ts) the open pull is lost with
+    // it, and the client only pulls again once it has missed two heartbeats.
+    this.messages = await (this.consumer as Consumer).consume({ max_messages: Math.max(2, this.variant.maxBatch * 2), expires: PULL_EXPIRES_MS });
+    void this.pump(this.messages);
+  }
+
+  /**
+   * Stops taking queries while the engine cannot serve them (executor-inferentia: the remote server is
+   * gone): stops pulling from the variant's queue and puts back the queries it holds but has not run,
+   * for another replica (or this one once it resumes). A batch already running ends as the engine
+   * makes it (a remote engine fails it with `unavailable`).
+   */
+  async pause(): Promise<void> {
+    if (this.paused || this.stopped) return;
+    this.paused = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const messages = this.messages;
+    this.messages = undefined;
+    await messages?.close().catch((err: unknown) => this.log.warn({ err, variant: this.variant.name }, "closing the query consumer failed"));
+    for (const p of this.queue.items.splice(0)) p.msg.nak();
+  }
+
+  /** Whether the engine can serve now, for an engine that can tell (a remote one); undefined for a local engine. */
+  health(): Promise<BackendHealth> | undefined {
+    return this.backend.health?.();
+  }
+
+  /** Takes queries again after {@link pause}. */
+  async resume(): Promise<void> {
+    if (!this.paused || this.stopped) return;
+    this.paused = false;
+    await this.consume();
+  }
+
   private async pump(messages: ConsumerMessages): Promise<void> {
     try {
       for await (const msg of messages) {
+        if (this.paused) {
+          msg.nak();
+          continue;
+        }
         const now = this.clock.now();
         const enq = Number(msg.headers?.get(headers.enqueuedAt));
         const deadline = Number(msg.headers?.get(headers.deadline));
@@ -165,7 +233,7 @@ export class VariantInstance {
   }
 
   private schedule(): void {
-    if (this.stopped) return;
+    if (this.stopped || this.paused) return;
     const now = this.clock.now();
     const { late, decision } = planBatch(this.queue, this.busy, now, this.policy, this.expectedMs);
     for (const p of this.queue.items.splice(0, late)) this.late(p, now);
@@ -191,7 +259,7 @@ export class VariantInstance {
   /** A query that cannot finish by its deadline is answered with a clear error, not run late. */
   private late(p: Pending, nowMs: number): void {
     const h = p.msg.headers;
-    this.fail(p, h?.get(headers.replyTo) || undefined, new ServeError(ErrorCode.deadlineExceeded, `query could not finish before its deadline (waited ${nowMs - p.queuedAtMs} ms in the queue of ${this.variant.name})`), h?.get(headers.requestId) || undefined);
+    this.fail(p, h?.get(headers.replyTo) || undefined, new ServeError(ErrorCode.deadlineExceeded, `query could not finish before its deadline (waited ${nowMs - p.queuedAtMs} ms in the queue of ${this.variant.name})`), h?.get(headers.requestId) || undefined, "shed");
   }
 
   private async runBatch(batch: Pending[]): Promise<void> {
@@ -216,15 +284,19 @@ export class VariantInstance {
     }
     if (live.length === 0) return;
     let outputs: Array<Tensor[] | Error>;
+    // A remote engine gives up at the latest deadline of the batch.
+    const deadlines = live.map((l) => l.p.deadlineMs).filter(Number.isFinite);
+    const options = deadlines.length === live.length ? { deadlineMs: Math.max(...deadlines) } : {};
     try {
-      outputs = await this.backend.runBatch(live.map((l) => l.inputs));
+      outputs = await this.backend.runBatch(live.map((l) => l.inputs), options);
     } catch (err) {
-      // One bad query must not sink its neighbours: run them one by one.
-      if (live.length === 1) outputs = [err as Error];
+      // One bad query must not sink its neighbours: run them one by one; but an engine that is
+      // unreachable or out of time fails them all alike.
+      if (live.length === 1 || isEngineFailure(err)) outputs = live.map(() => err as Error);
       else {
         this.log.warn({ err, variant: this.variant.name, size: live.length }, "batch failed; retrying queries one by one");
         outputs = [];
-        for (const l of live) outputs.push(await this.backend.runBatch([l.inputs]).then((o) => o[0] as Tensor[], (e: Error) => e));
+        for (const l of live) outputs.push(await this.backend.runBatch([l.inputs], options).then((o) => o[0] as Tensor[], (e: Error) => e));
       }
     }
     const finished = this.clock.now();
@@ -232,12 +304,14 @@ export class VariantInstance {
     this.runTime.observe(live.length, runMs);
     const profiled = this.variant.profile?.latencyMs;
     this.stats.recordBatch(runMs, live.length, profiled ? profiledLatencyAt(profiled, live.length) : runMs);
+    const m = this.metrics;
+    m?.batchSize.observe(live.length);
     const costPerQuery = (this.pricePerS * runMs) / 1000 / live.length;
     live.forEach((l, i) => {
       const out = outputs[i];
       const replyTo = l.p.msg.headers?.get(headers.replyTo) || undefined;
       if (!out || out instanceof Error) {
-        this.fail(l.p, replyTo, new ServeError(ErrorCode.invalidData, `inference failed: ${out?.message ?? "no output"}`), l.requestId);
+        this.fail(l.p, replyTo, out instanceof ServeError ? out : new ServeError(ErrorCode.invalidData, `inference failed: ${out?.message ?? "no output"}`), l.requestId);
         return;
       }
       const receivedAt = Number(l.p.msg.headers?.get(headers.receivedAt)) || l.p.queuedAtMs;
@@ -252,11 +326,20 @@ export class VariantInstance {
       };
       const slo = Number(l.p.msg.headers?.get(headers.sloLatencyMs));
       if (slo > 0 && timing.total > slo) this.stats.sloMisses++;
+      if (m) {
+        m.ok.inc();
+        m.queue.observe(timing.queue / 1000);
+        m.batchWait.observe(timing.batch_wait / 1000);
+        m.inference.observe(runMs / 1000);
+        m.total.observe(timing.total / 1000);
+        if (slo > 0) (timing.total > slo ? m.sloMissed : m.sloMet).inc();
+      }
       const extra = {
         model_name: this.variant.model,
         model_version: "1",
         id: l.id,
-        served_by: { model: this.variant.model, variant: this.variant.name, hardware: this.worker.hardware, accuracy: this.variant.accuracy, worker: this.worker.id, batch_size: live.length },
+        // deliveries: 1, or more when JetStream redelivered the query (a replica holding it died or stalled past the ack wait).
+        served_by: { model: this.variant.model, variant: this.variant.name, hardware: this.worker.hardware, accuracy: this.variant.accuracy, worker: this.worker.id, batch_size: live.length, deliveries: l.p.msg.info.deliveryCount },
         timing_ms: timing,
         cost_dollars: costPerQuery,
       };
@@ -268,10 +351,11 @@ export class VariantInstance {
     });
   }
 
-  private fail(p: Pending, replyTo: string | undefined, err: unknown, requestId: string | undefined): void {
+  private fail(p: Pending, replyTo: string | undefined, err: unknown, requestId: string | undefined, outcome: "error" | "shed" = "error"): void {
     replyError(this.bus.nc, replyTo, err, requestId);
     p.msg.ack();
     this.stats.errors++;
+    this.metrics?.[outcome].inc();
   }
 
   /**

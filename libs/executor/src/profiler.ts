@@ -114,7 +114,7 @@ export async function runProfile(job: ProfileJob, deps: ProfileDeps): Promise<Va
   const t0 = performance.now();
   const bytes = await bus.models.getBlob(job.object);
   if (!bytes) throw new Error(`binary ${job.object} is missing from the repository`);
-  const backend = await backends.load(bytes, { threads: job.threads });
+  const backend = await backends.load(bytes, { threads: job.threads, model: job.model, quantization: job.quantization });
   const loadLatencyMs = performance.now() - t0;
   step++;
   progress("step", `loaded in ${loadLatencyMs.toFixed(0)} ms`);

@@ -23,6 +23,7 @@ import type { BackendFactory } from "./backend.js";
 import { VariantInstance } from "./instance.js";
 import { runProfile } from "./profiler.js";
 import { mergeFigures } from "./stats.js";
+import type { ExecutorMetrics } from "./metrics.js";
 import { DEFAULT_VARIANT_STATE_CONFIG, nextState, observeWindow, windowedArrivalsQps, type VariantStateMemory } from "@sloserve/policy";
 
 /**
@@ -47,6 +48,8 @@ export interface WorkerOptions {
    * as they share threads). @default 0
    */
   accelerators?: number;
+  /** Prometheus metrics of its queries, instances and resources (libs/metrics); none: not exported. */
+  metrics?: ExecutorMetrics;
 }
 
 const json = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
@@ -68,6 +71,8 @@ export class Worker {
   /** The latest Wbatch announced per variant (`registry.event.tuned.*`), for instances still loading. */
   private readonly tunedWaits = new Map<string, number>();
   private tunedSub: Subscription | undefined;
+  /** A round of engine health checks is running ({@link checkEngines}). */
+  private checkingEngines = false;
 
   constructor(
     private readonly bus: Bus,
@@ -120,7 +125,10 @@ export class Worker {
       }
     })();
     if (this.options.profile !== false) await this.startProfiler();
-    this.reportTimer = setInterval(() => void this.tick().catch((err: unknown) => this.log.warn({ err }, "report failed")), this.options.reportEveryMs ?? 1000);
+    this.reportTimer = setInterval(() => {
+      void this.tick().catch((err: unknown) => this.log.warn({ err }, "report failed"));
+      void this.checkEngines().catch((err: unknown) => this.log.warn({ err }, "engine health check failed"));
+    }, this.options.reportEveryMs ?? 1000);
   }
 
   /**
@@ -237,8 +245,8 @@ export class Worker {
       const bytes = await this.bus.models.getBlob(variant.object);
       if (!bytes) throw new Error(`model binary ${variant.object} is missing from the repository`);
       for (let i = 0; i < count; i++) {
-        const backend = await this.backends.load(bytes, { threads: variant.threads });
-        const instance = new VariantInstance(variant, backend, this.bus, { id: this.id, hardware: this.hardware }, this.log.child({ variant: variant.name }), this.clock);
+        const backend = await this.backends.load(bytes, { threads: variant.threads, model: variant.model, quantization: variant.quantization });
+        const instance = new VariantInstance(variant, backend, this.bus, { id: this.id, hardware: this.hardware }, this.log.child({ variant: variant.name }), this.clock, this.options.metrics?.forVariant(variant));
         await instance.start();
         this.instances.set(variant.name, [...(this.instances.get(variant.name) ?? []), instance]);
         const tuned = this.tunedWaits.get(variant.name);
@@ -365,12 +373,49 @@ export class Worker {
     const { report, transitions, memories } = this.buildReport(nowMs);
     this.lastReportMs = nowMs;
     for (const [name, m] of memories) this.memories.set(name, m);
+    this.options.metrics?.report(report, (variant) => this.instances.get(variant)?.[0]?.variant.model ?? this.loadingNow.get(variant)?.variant.model ?? "");
     await Promise.all([
       ...transitions.map((t) => this.setState(t.variant, t.model, t.state, t.reason).catch((err: unknown) => this.log.warn({ err, variant: t.variant, state: t.state }, "state publish failed"))),
       this.bus.js.publish(subjects.workerMetrics(this.id), json(report)),
       this.store.putWorker(report, 5_000),
     ]);
     return report;
+  }
+
+  /**
+   * For engines behind a network (executor-inferentia's remote server; `ModelBackend.health`), once a
+   * report period: a serving variant whose engine cannot serve becomes Failed, its instances stop
+   * taking queries (they put back those they hold) and the dispatcher routes around it; once the
+   * engine can serve again the instances take queries again and the variant is Active. Local engines
+   * have no health to ask. One round at a time; a round that outlasts the period delays the next.
+   */
+  async checkEngines(): Promise<void> {
+    if (this.checkingEngines) return;
+    this.checkingEngines = true;
+    try {
+      await Promise.all(
+        [...this.instances.entries()].map(async ([name, list]) => {
+          const first = list[0];
+          const health = first?.health();
+          if (!first || !health) return;
+          const result = await health;
+          const state = this.states.get(name);
+          // Unloaded, reloaded or loading meanwhile: the next round looks again.
+          if (this.instances.get(name) !== list) return;
+          const model = first.variant.model;
+          if (!result.ok && (state === "active" || state === "overloaded" || state === "interfered")) {
+            await Promise.all(list.map((i) => i.pause()));
+            await this.setState(name, model, "failed", `engine cannot serve: ${result.reason}`);
+          } else if (result.ok && state === "failed") {
+            await Promise.all(list.map((i) => i.resume()));
+            this.memories.set(name, { state: "active", sinceMs: this.clock.now(), slowCount: 0 });
+            await this.setState(name, model, "active", "engine serves again");
+          }
+        }),
+      );
+    } finally {
+      this.checkingEngines = false;
+    }
   }
 
   /** Memory reserved by loaded and loading instances: each takes what its profile measured. */

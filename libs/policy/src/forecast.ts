@@ -212,24 +212,8 @@ export function fitHoltWinters(history: readonly number[], options: HoltWintersF
       for (const gamma of gammas) {
         tried++;
         const params = { alpha, beta, gamma, season: options.season };
-        const s = hwInit(history, options.season);
-        let err = 0;
-        let n = 0;
-        for (let i = 0; i < history.length; i++) {
-          hwStep(s, history[i]!, params);
-          const origin = i + 1;
-          if (origin >= options.season && origin % every === 0 && origin + horizon <= history.length) {
-            const f = hwForecast(s, horizon, options.season);
-            for (let h = 0; h < horizon; h++) {
-              const a = history[origin + h]!;
-              if (!Number.isNaN(a)) {
-                err += Math.abs(f[h]! - a);
-                n++;
-              }
-            }
-          }
-        }
-        const mae = n > 0 ? err / n : Infinity;
+        // Origins after the first season, at multiples of `every`.
+        const mae = scoreHoltWinters(history, params, { from: Math.ceil(options.season / every) * every, horizon, every });
         if (!best || mae < best.mae) best = { params, mae, tried: 0 };
       }
     }
@@ -237,3 +221,32 @@ export function fitHoltWinters(history: readonly number[], options: HoltWintersF
   if (!best) throw new Error("fitHoltWinters: empty grid");
   return { ...best, tried };
 }
+
+/**
+ * Mean absolute error of the `horizon`-step Holt-Winters forecasts made every `every` units from origin
+ * `from` on (origins whose horizon the history still covers), the filter run over the whole history:
+ * the out-of-sample score planForecast chooses a season with. NaN steps are not scored; Infinity when
+ * nothing is.
+ */
+export function scoreHoltWinters(history: readonly number[], params: HoltWintersParams, options: { from: number; horizon: number; every?: number }): number {
+  const every = options.every ?? 30;
+  const s = hwInit(history, params.season);
+  let err = 0;
+  let n = 0;
+  for (let i = 0; i < history.length; i++) {
+    hwStep(s, history[i]!, params);
+    const origin = i + 1;
+    if (origin >= options.from && (origin - options.from) % every === 0 && origin + options.horizon <= history.length) {
+      const f = hwForecast(s, options.horizon, params.season);
+      for (let h = 0; h < options.horizon; h++) {
+        const a = history[origin + h]!;
+        if (!Number.isNaN(a)) {
+          err += Math.abs(f[h]! - a);
+          n++;
+        }
+      }
+    }
+  }
+  return n > 0 ? err / n : Infinity;
+}
+

@@ -14,10 +14,35 @@
  * equals, as in the paper's `new.cost < best.cost`; IncreaseBatch leaves the cost unchanged, so it is
  * taken only when nothing cheaper is feasible) — until no candidate is feasible. DowngradeHW moves the
  * model to the next cheaper hardware, freezes the other models, re-runs the initialisation for that
- * model alone and then a local cost minimisation (IncreaseBatch / RemoveReplica on that model); it is
+ * model alone and then a local cost minimisation (IncreaseBatch / RemoveReplica, and our compound of
+ * the two, on that model); it is
  * a candidate only if the result is cheaper than the current configuration.
  *
+ * Moves beyond the paper's (ours: the single-step greedy search stops in a trap — a cost-neutral
+ * IncreaseBatch on one model uses up latency budget, after which raising another model's batch one step
+ * with the same replicas is infeasible although a larger step with fewer replicas would be cheaper):
+ * - IncreaseBatch + RemoveReplica × k: any larger batch with k ≥ 1 fewer replicas (every k down to the
+ *   stability bound at that batch);
+ * - Rebalance: +1 replica of one model and −1 of a model whose replica costs more;
+ * - DecreaseBatch where it frees latency budget: one model's batch one size down (same replicas), paired
+ *   with a RemoveReplica or an IncreaseBatch + RemoveReplica × k on another model.
+ * Every one of them is strictly cheaper, so the search still terminates (IncreaseBatch alone is the only
+ * cost-neutral move and only ever raises a batch); the cheapest feasible candidate wins as before.
+ * The cost-neutral IncreaseBatch steps taken after the last cost reduction are kept (as in the paper):
+ * they spend latency slack but raise each replica's throughput, which the Tuner's capacity model
+ * counts on (undoing them made inferline-rate-change's Tuner scale 30% dearer).
+ *
+ * Hold-out check (ours, against over-fitting the sample): with `holdoutShare` > 0 and enough queries in
+ * both parts ({@link MIN_HOLDOUT_QUERIES}), the last share of the sample trace is held back, the search
+ * runs on the rest, and at most {@link DEFAULT_HOLDOUT_MISS_SHARE} of the held-back queries may miss the
+ * SLO; if more do, replicas are added to the bottleneck (as Algorithm 1 does) until both parts pass. The search edges
+ * up to P99 = SLO on the queries it sees, so a plan that only just fits them misses more than 1% on a
+ * fresh trace about half the time; the held-back queries are such a fresh trace. Caveat: a short
+ * sample of a bursty load can be calmer than the live load, held-back part included (a 60 s sample at
+ * CV 4 was: the inferline-planner scenario plans on a sample as long as its live trace).
+ *
  * Shortcuts that do not change the result (documented because they are ours, not the paper's):
+ * - a candidate that leaves any model below its stability bound is rejected without the Estimator;
  * - replica searches start at the stability bound ⌈λ·s_m / μ_m⌉ (a model loaded at ρ ≥ 1 has a queue
  *   that grows for the whole trace, which fails any SLO on a trace of useful length) instead of 1;
  * - candidates are checked in increasing cost and a DowngradeHW whose cheapest possible cost (the
@@ -43,6 +68,31 @@ export interface PlannerInput {
   routes?: Uint32Array;
   /** Largest replica count per model the Planner will consider. @default 256 */
   maxReplicas?: number;
+  /**
+   * Share of the sample trace (its last queries) held back to check the plan (see the module comment);
+   * 0 plans on the whole trace, as the paper does. @default {@link DEFAULT_HOLDOUT_SHARE}
+   */
+  holdoutShare?: number;
+  /** Share of the held-back queries allowed over the SLO. @default {@link DEFAULT_HOLDOUT_MISS_SHARE} */
+  holdoutMissShare?: number;
+}
+
+/** The planner's default hold-out share: a quarter of the sample trace. */
+export const DEFAULT_HOLDOUT_SHARE = 0.25;
+/**
+ * The held-back queries may miss the SLO at half the rate the SLO allows (0.5% for a P99): a margin for
+ * the difference between two traces of the same rate and burstiness (at CV 4, a plan at P99 = SLO on
+ * one 60 s trace missed 1.2-1.9% on another; inferline-planner scenario).
+ */
+export const DEFAULT_HOLDOUT_MISS_SHARE = 0.005;
+/** Fewer held-back queries than this (or fewer left to plan on) and the whole trace plans: a P99 of a few hundred queries is its largest few. */
+export const MIN_HOLDOUT_QUERIES = 500;
+
+/** A sample trace (or part of one): arrival times and their routes. */
+interface Sample {
+  id: string;
+  arrivalsMs: ArrayLike<number>;
+  routes?: Uint32Array;
 }
 
 export interface PlanResult {
@@ -51,6 +101,8 @@ export interface PlanResult {
   costPerHour: number;
   /** P99 of the planning trace under the final configuration, ms. */
   p99Ms: number;
+  /** P99 of the held-back part of the sample under the final configuration, ms (absent without a hold-out). */
+  holdoutP99Ms?: number;
   /** Human-readable steps taken, in order. */
   steps: string[];
   estimatorCalls: number;
@@ -59,35 +111,65 @@ export interface PlanResult {
 
 interface Ctx {
   input: PlannerInput;
+  /** The queries the search plans on (the whole sample, or all but the held-back part). */
+  fit: Sample;
+  holdout?: Sample;
   order: string[];
   scale: Record<string, number>;
   /** Mean arrival rate of the planning trace, queries per ms. */
   lambdaPerMs: number;
-  cache: Map<string, number>;
+  cache: Map<string, Outcome>;
+  holdoutMissShare: number;
   calls: number;
   maxReplicas: number;
 }
 
-/** P99 of a configuration on the planning trace (Infinity once known to exceed the SLO). Cached. */
-function p99Of(ctx: Ctx, config: PipelineConfig): number {
-  const key = ctx.order.map((m) => {
+interface Outcome {
+  /** P99, ms (Infinity once known to exceed the SLO on the fitting part). */
+  p99Ms: number;
+  /** Share of the sample's queries over the SLO. */
+  missShare: number;
+}
+
+/** How a configuration does on a sample (the fitting part by default). Cached. */
+function outcomeOf(ctx: Ctx, config: PipelineConfig, sample: Sample = ctx.fit): Outcome {
+  const key = sample.id + ctx.order.map((m) => {
     const c = config[m]!;
     return `${c.hardware}/${c.maxBatch}/${c.replicas}`;
   }).join("|");
   const hit = ctx.cache.get(key);
   if (hit !== undefined) return hit;
   ctx.calls++;
+  const { sloMs } = ctx.input;
+  // The fitting part only asks whether P99 ≤ SLO, so the Estimator may stop once 1% have missed.
   const r = estimate({
     pipeline: ctx.input.pipeline, profiles: ctx.input.profiles, config,
-    arrivalsMs: ctx.input.arrivalsMs as ArrayLike<number>, ...(ctx.input.routes ? { routes: ctx.input.routes } : {}),
-    stopWhenP99AboveMs: ctx.input.sloMs,
+    arrivalsMs: sample.arrivalsMs, ...(sample.routes ? { routes: sample.routes } : {}),
+    ...(sample === ctx.fit ? { stopWhenP99AboveMs: sloMs } : {}),
   });
-  ctx.cache.set(key, r.p99Ms);
-  return r.p99Ms;
+  let missed = 0;
+  for (const l of r.latenciesMs) if (!(l <= sloMs)) missed++;
+  const out = { p99Ms: r.p99Ms, missShare: r.latenciesMs.length > 0 ? missed / r.latenciesMs.length : 0 };
+  ctx.cache.set(key, out);
+  return out;
 }
 
-function feasible(ctx: Ctx, config: PipelineConfig): boolean {
-  return p99Of(ctx, config) <= ctx.input.sloMs;
+function p99Of(ctx: Ctx, config: PipelineConfig, sample: Sample = ctx.fit): number {
+  return outcomeOf(ctx, config, sample).p99Ms;
+}
+
+/** Every model at or above its stability bound (a model at ρ ≥ 1 fails any SLO on a trace of useful length). */
+function stable(ctx: Ctx, config: PipelineConfig): boolean {
+  for (const m of ctx.order) {
+    const c = config[m]!;
+    if (c.replicas < stabilityBound(ctx, m, findProfile(ctx.input.profiles, m, c.hardware), c.maxBatch)) return false;
+  }
+  return true;
+}
+
+/** The fitting part: P99 within the SLO (InferLine); the held-back part: at most its miss budget over the SLO. */
+function feasible(ctx: Ctx, config: PipelineConfig, sample: Sample = ctx.fit): boolean {
+  return sample === ctx.fit ? p99Of(ctx, config, sample) <= ctx.input.sloMs : outcomeOf(ctx, config, sample).missShare <= ctx.holdoutMissShare;
 }
 
 /** Lowest-latency hardware at batch 1 (ties: cheaper). */
@@ -115,11 +197,11 @@ function describe(model: string, c: ModelConfig): string {
   return `${model} = ${c.replicas}×${c.hardware} b${c.maxBatch}`;
 }
 
-/** Adds replicas to `models`' bottleneck until feasible; undefined when the cap is reached. */
-function addReplicasUntilFeasible(ctx: Ctx, config: PipelineConfig, models: readonly string[], steps?: string[]): PipelineConfig | undefined {
+/** Adds replicas to `models`' bottleneck until feasible (on every sample given); undefined when the cap is reached. */
+function addReplicasUntilFeasible(ctx: Ctx, config: PipelineConfig, models: readonly string[], steps?: string[], samples: readonly Sample[] = [ctx.fit]): PipelineConfig | undefined {
   let cur = config;
   const { profiles } = ctx.input;
-  while (!feasible(ctx, cur)) {
+  while (!samples.every((s) => feasible(ctx, cur, s))) {
     let worst: string | undefined;
     let worstLoad = -Infinity;
     for (const m of models) {
@@ -219,16 +301,32 @@ export function initializePlan(input: PlannerInput): PlanResult {
 }
 
 function makeCtx(input: PlannerInput): Ctx {
-  const n = input.arrivalsMs.length;
-  const first = n > 0 ? input.arrivalsMs[0]! : 0;
-  const last = n > 0 ? input.arrivalsMs[n - 1]! : 0;
+  const all = input.arrivalsMs as ArrayLike<number>;
+  const share = input.holdoutShare ?? DEFAULT_HOLDOUT_SHARE;
+  if (!(share >= 0 && share < 1)) throw new RangeError(`holdoutShare must be in [0, 1), got ${share}`);
+  const held = Math.floor(all.length * share);
+  const split = held >= MIN_HOLDOUT_QUERIES && all.length - held >= MIN_HOLDOUT_QUERIES;
+  const nFit = split ? all.length - held : all.length;
+  const times = all instanceof Float64Array ? all : Float64Array.from(all);
+  const part = (from: number, to: number, id: string): Sample => ({
+    id,
+    arrivalsMs: times.subarray(from, to),
+    ...(input.routes ? { routes: input.routes.subarray(from, to) } : {}),
+  });
+  const fit = part(0, nFit, "fit:");
+  const n = nFit;
+  const first = n > 0 ? all[0]! : 0;
+  const last = n > 0 ? all[n - 1]! : 0;
   const spanMs = Math.max(1, last - first);
   return {
     input,
+    fit,
+    ...(split ? { holdout: part(nFit, all.length, "holdout:") } : {}),
     order: topologicalOrder(input.pipeline),
     scale: scaleFactors(input.pipeline),
     lambdaPerMs: n > 1 ? (n - 1) / spanMs : 0,
     cache: new Map(),
+    holdoutMissShare: input.holdoutMissShare ?? DEFAULT_HOLDOUT_MISS_SHARE,
     calls: 0,
     maxReplicas: input.maxReplicas ?? 256,
   };
@@ -285,10 +383,88 @@ function simpleCandidates(ctx: Ctx, config: PipelineConfig, m: string): Candidat
   return out;
 }
 
+/** The configurable batch sizes above `b` that IncreaseBatch reaches by repeated steps. */
+function largerBatches(h: HardwareProfile, b: number): number[] {
+  const out: number[] = [];
+  for (let x = nextBatch(h, b); x > b && x > (out[out.length - 1] ?? b); x = nextBatch(h, x)) out.push(x);
+  return out;
+}
+
+/** IncreaseBatch + RemoveReplica × k on one model: every larger batch, every k ≥ 1 down to the stability bound there. */
+function compoundCandidates(ctx: Ctx, config: PipelineConfig, m: string, label = ""): Candidate[] {
+  const { profiles } = ctx.input;
+  const c = config[m]!;
+  const h = findProfile(profiles, m, c.hardware);
+  const cost = configCostPerHour(profiles, config);
+  const out: Candidate[] = [];
+  for (const b of largerBatches(h, c.maxBatch)) {
+    for (let r = c.replicas - 1; r >= stabilityBound(ctx, m, h, b); r--) {
+      const nc = { ...c, maxBatch: b, replicas: r };
+      out.push({ config: withModel(config, m, nc), cost: cost - (c.replicas - r) * h.pricePerHour, what: `${label}IncreaseBatch + RemoveReplica × ${c.replicas - r} ${describe(m, nc)}` });
+    }
+  }
+  return out;
+}
+
+/** Rebalance: +1 replica of model `a`, −1 of a model `b` whose replica costs more. */
+function rebalanceCandidates(ctx: Ctx, config: PipelineConfig): Candidate[] {
+  const { profiles } = ctx.input;
+  const cost = configCostPerHour(profiles, config);
+  const out: Candidate[] = [];
+  for (const a of ctx.order) {
+    const ca = config[a]!;
+    const pa = findProfile(profiles, a, ca.hardware).pricePerHour;
+    if (ca.replicas >= ctx.maxReplicas) continue;
+    for (const b of ctx.order) {
+      const cb = config[b]!;
+      const pb = findProfile(profiles, b, cb.hardware).pricePerHour;
+      if (b === a || cb.replicas <= 1 || pb <= pa) continue;
+      const na = { ...ca, replicas: ca.replicas + 1 };
+      const nb = { ...cb, replicas: cb.replicas - 1 };
+      out.push({ config: withModel(withModel(config, a, na), b, nb), cost: cost + pa - pb, what: `Rebalance ${describe(a, na)}, ${describe(b, nb)}` });
+    }
+  }
+  return out;
+}
+
+/** The configurable batch size below `b`, if any. */
+function previousBatch(h: HardwareProfile, b: number): number | undefined {
+  return configurableBatches(h).filter((x) => x < b).pop();
+}
+
+/**
+ * DecreaseBatch on one model (its latency falls, freeing budget for the others), paired with a
+ * RemoveReplica or an IncreaseBatch + RemoveReplica × k on another model: only strictly cheaper pairs.
+ */
+function decreaseBatchCandidates(ctx: Ctx, config: PipelineConfig): Candidate[] {
+  const { profiles } = ctx.input;
+  const out: Candidate[] = [];
+  for (const m of ctx.order) {
+    const c = config[m]!;
+    const h = findProfile(profiles, m, c.hardware);
+    const b = previousBatch(h, c.maxBatch);
+    if (b === undefined) continue;
+    const nc = { ...c, maxBatch: b };
+    const lowered = withModel(config, m, nc);
+    if (c.replicas < stabilityBound(ctx, m, h, b)) continue;
+    const label = `DecreaseBatch ${describe(m, nc)} + `;
+    for (const o of ctx.order) {
+      if (o === m) continue;
+      out.push(...compoundCandidates(ctx, lowered, o, label));
+      const co = lowered[o]!;
+      if (co.replicas > 1) {
+        const no = { ...co, replicas: co.replicas - 1 };
+        out.push({ config: withModel(lowered, o, no), cost: configCostPerHour(profiles, lowered) - findProfile(profiles, o, co.hardware).pricePerHour, what: `${label}RemoveReplica ${describe(o, no)}` });
+      }
+    }
+  }
+  return out;
+}
+
 /** Cheapest feasible among candidates (first among equal costs); undefined if none is. */
 function cheapestFeasible(ctx: Ctx, cands: Candidate[]): Candidate | undefined {
   const sorted = cands.map((c, i) => ({ c, i })).sort((a, b) => a.c.cost - b.c.cost || a.i - b.i);
-  for (const { c } of sorted) if (feasible(ctx, c.config)) return c;
+  for (const { c } of sorted) if (stable(ctx, c.config) && feasible(ctx, c.config)) return c;
   return undefined;
 }
 
@@ -313,7 +489,7 @@ function downgrade(ctx: Ctx, config: PipelineConfig, m: string, beat: number): C
   if (!init) return undefined;
   local = init;
   for (;;) {
-    const step = cheapestFeasible(ctx, simpleCandidates(ctx, local, m));
+    const step = cheapestFeasible(ctx, [...simpleCandidates(ctx, local, m), ...compoundCandidates(ctx, local, m)]);
     if (!step) break;
     local = step.config;
   }
@@ -330,8 +506,13 @@ export function planPipeline(input: PlannerInput): PlanResult {
   const steps = [...init.steps];
   let config = init.config;
   for (let iter = 0; iter < 10_000; iter++) {
-    const simple = ctx.order.flatMap((m) => simpleCandidates(ctx, config, m));
-    let best = cheapestFeasible(ctx, simple);
+    const moves = [
+      ...ctx.order.flatMap((m) => simpleCandidates(ctx, config, m)),
+      ...ctx.order.flatMap((m) => compoundCandidates(ctx, config, m)),
+      ...rebalanceCandidates(ctx, config),
+      ...decreaseBatchCandidates(ctx, config),
+    ];
+    let best = cheapestFeasible(ctx, moves);
     for (const m of ctx.order) {
       const d = downgrade(ctx, config, m, best ? best.cost : Infinity);
       if (d && (!best || d.cost < best.cost)) best = d;
@@ -340,8 +521,30 @@ export function planPipeline(input: PlannerInput): PlanResult {
     config = best.config;
     steps.push(`${best.what}: $${best.cost.toFixed(3)}/h`);
   }
+  let reason = `no single action lowers the cost further without breaking the ${input.sloMs} ms P99 SLO`;
+  const { holdout } = ctx;
+  if (holdout) {
+    const seen = outcomeOf(ctx, config, holdout);
+    const pct = (x: number): string => `${(100 * x).toFixed(2)}%`;
+    if (feasible(ctx, config, holdout)) {
+      reason += `; ${pct(seen.missShare)} of the held-back ${holdout.arrivalsMs.length} queries miss it (at most ${pct(ctx.holdoutMissShare)})`;
+    } else {
+      steps.push(`hold-out: ${pct(seen.missShare)} of the held-back ${holdout.arrivalsMs.length} queries miss the SLO (more than ${pct(ctx.holdoutMissShare)}; P99 ${seen.p99Ms.toFixed(1)} ms)`);
+      const repaired = addReplicasUntilFeasible(ctx, config, ctx.order, steps, [ctx.fit, holdout]);
+      if (!repaired) {
+        return {
+          feasible: false, costPerHour: NaN, p99Ms: NaN, steps, estimatorCalls: ctx.calls,
+          reason: `the plan misses the SLO on the held-back queries and ${ctx.maxReplicas} replicas per model do not fix it`,
+        };
+      }
+      config = repaired;
+      steps.push(`hold-out repaired: $${configCostPerHour(input.profiles, config).toFixed(3)}/h`);
+      reason += `; replicas added until at most ${pct(ctx.holdoutMissShare)} of the held-back ${holdout.arrivalsMs.length} queries miss it`;
+    }
+  }
   return {
     feasible: true, config, costPerHour: configCostPerHour(input.profiles, config), p99Ms: p99Of(ctx, config), steps,
-    estimatorCalls: ctx.calls, reason: `no single action lowers the cost further without breaking the ${input.sloMs} ms P99 SLO`,
+    ...(holdout ? { holdoutP99Ms: p99Of(ctx, config, holdout) } : {}),
+    estimatorCalls: ctx.calls, reason,
   };
 }

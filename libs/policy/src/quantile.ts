@@ -26,7 +26,15 @@ export function quantileSorted(sorted: ArrayLike<number>, q: number): number {
  * Does not modify `values`; O(n) on average (selection on a copy, no full sort).
  */
 export function quantile(values: ArrayLike<number>, q: number): number {
-  const xs = withoutNaN(values);
+  return quantileInPlace(withoutNaN(values), q);
+}
+
+/**
+ * {@link quantile} of values the caller has already copied into `xs` without NaN: the same value,
+ * without the copy, but `xs` is reordered (a scratch buffer reused from one call to the next, as the
+ * simulator's latency samples do: a fresh copy of millions of values costs more than the selection).
+ */
+export function quantileInPlace(xs: Float64Array, q: number): number {
   const n = xs.length;
   if (n === 0) return NaN;
   return select(xs, Math.min(n - 1, Math.max(0, Math.ceil(q * n) - 1)));

@@ -102,11 +102,11 @@ describe("planner", () => {
       // 6 ms: λ = 99 / 594 ms = 1/6 per ms.
       // Algorithm 1: μ(b1) = 1/10 per ms → ⌈(1/6)/(1/10)⌉ = ⌈1.67⌉ = 2 replicas; each query finds a free
       // replica (a query every 6 ms, each replica busy 10 ms of every 12) → every latency 10 ms ≤ 40.
-      // Algorithm 2, round 1: RemoveReplica (1×b1, $0.1/h) is unstable (ρ = 1.67) → P99 > 40;
-      // IncreaseBatch 2×b8 ($0.2/h, not ×2 = b2: no such variant) is feasible → taken.
-      // Round 2: RemoveReplica → 1×b8: q0 runs 0-10 (10 ms), q1 (at 6) 10-20 (14), then batches of two
-      // every T(2) = 12 ms keep pace with a query every 6 ms: q2 (12) and q3 (18) run 20-32 (20 and 14),
-      // q4 and q5 32-44, … → P99 = 20 ≤ 40 at $0.1/h. Round 3: nothing left (b8 is the largest, 1 replica).
+      // Algorithm 2, round 1: RemoveReplica (1×b1, $0.1/h) is unstable (ρ = 1.67) → rejected; the
+      // compound IncreaseBatch + RemoveReplica × 1 → 1×b8 ($0.1/h; b8, not ×2 = b2: no such variant):
+      // q0 runs 0-10 (10 ms), q1 (at 6) 10-20 (14), then batches of two every T(2) = 12 ms keep pace
+      // with a query every 6 ms: q2 (12) and q3 (18) run 20-32 (20 and 14), q4 and q5 32-44, … →
+      // P99 = 20 ≤ 40 at $0.1/h → taken. Round 2: nothing left (b8 is the largest, 1 replica).
       const profiles: ProfileSet = { m: [cpu([[1, 10], [2, 12], [4, 16], [8, 24]], [1, 8])] };
       const arrivals = Array.from({ length: 100 }, (_, i) => 6 * i);
       const init = initializePlan({ pipeline: one, profiles, sloMs: 40, arrivalsMs: arrivals });
@@ -114,11 +114,40 @@ describe("planner", () => {
       expect(init.p99Ms).toBe(10);
       const r = planPipeline({ pipeline: one, profiles, sloMs: 40, arrivalsMs: arrivals });
       expect(r.config).toEqual({ m: { hardware: "cpu", maxBatch: 8, replicas: 1 } });
-      expect(r.steps.slice(1)).toEqual(["IncreaseBatch m = 2×cpu b8: $0.200/h", "RemoveReplica m = 1×cpu b8: $0.100/h"]);
+      expect(r.steps.slice(1)).toEqual(["IncreaseBatch + RemoveReplica × 1 m = 1×cpu b8: $0.100/h"]);
       expect(r.p99Ms).toBe(20);
-      // Without batchSizes IncreaseBatch doubles (InferLine): b2 is enough, and the plan stops there.
+      // Without batchSizes IncreaseBatch doubles (InferLine): b2 is enough (the first of the equal-cost
+      // compounds); then the cost-neutral IncreaseBatch steps to b4 and b8 (still feasible) as in the paper.
       const doubled = planPipeline({ pipeline: one, profiles: { m: [cpu([[1, 10], [2, 12], [4, 16], [8, 24]])] }, sloMs: 40, arrivalsMs: arrivals });
-      expect(doubled.steps.slice(1, 3)).toEqual(["IncreaseBatch m = 2×cpu b2: $0.200/h", "RemoveReplica m = 1×cpu b2: $0.100/h"]);
+      expect(doubled.steps.slice(1)).toEqual(["IncreaseBatch + RemoveReplica × 1 m = 1×cpu b2: $0.100/h", "IncreaseBatch m = 1×cpu b4: $0.100/h", "IncreaseBatch m = 1×cpu b8: $0.100/h"]);
+      expect(doubled.config).toEqual({ m: { hardware: "cpu", maxBatch: 8, replicas: 1 } });
+    });
+
+    it("planner - the held-back quarter of the sample must meet the SLO too; replicas are added until it does", () => {
+      // One model, T(1) = 10 ms, batch 1 only, SLO 40 ms. 2000 queries every 20 ms, except that in the
+      // last quarter (queries 1500-1999, held back) ten groups of five arrive at once (queries
+      // 1500 + 50g … 1500 + 50g + 4 at 20·(1500 + 50g) ms).
+      const profiles: ProfileSet = { m: [cpu([[1, 10]])] };
+      const arrivals = Array.from({ length: 2000 }, (_, i) => {
+        const g = Math.floor((i - 1500) / 50);
+        return i >= 1500 && (i - 1500) % 50 < 5 ? 20 * (1500 + 50 * g) : 20 * i;
+      });
+      // The whole trace plans (holdoutShare 0): one replica; each group's queries take 10, 20, 30, 40
+      // and 50 ms, so 10 of 2000 (0.5%) miss and P99 ≤ 40 → feasible with one replica.
+      const whole = planPipeline({ pipeline: one, profiles, sloMs: 40, arrivalsMs: arrivals, holdoutShare: 0 });
+      expect(whole.config).toEqual({ m: { hardware: "cpu", maxBatch: 1, replicas: 1 } });
+      expect(whole.holdoutP99Ms).toBeUndefined();
+      // With a quarter held back (500 ≥ MIN_HOLDOUT_QUERIES): the first 1500 plan one replica (P99 10 ms);
+      // 10 of the 500 held back miss (2% > 0.5%) → a second replica: 10, 10, 20, 20, 30 ms, none misses.
+      const r = planPipeline({ pipeline: one, profiles, sloMs: 40, arrivalsMs: arrivals });
+      expect(r.config).toEqual({ m: { hardware: "cpu", maxBatch: 1, replicas: 2 } });
+      expect(r.steps.slice(-3)).toEqual([
+        "hold-out: 2.00% of the held-back 500 queries miss the SLO (more than 0.50%; P99 50.0 ms)",
+        "bottleneck m (utilisation 0.50): 2 replicas",
+        "hold-out repaired: $0.200/h",
+      ]);
+      expect(r.holdoutP99Ms).toBe(30);
+      expect(r.reason).toContain("replicas added until at most 0.50% of the held-back 500 queries miss it");
     });
 
     it("planner - a cascade: the stability bound scales λ by s_m, the bottleneck gets the replica", () => {

@@ -148,6 +148,23 @@ describe("selection", () => {
     expect(costPerQuery({ ...gpu, costPerQuery: 0.5 })).toBe(0.5);
   });
 
+  it("selection - step 2 read as load + inference within the SLO: no load that cannot answer in time", () => {
+    // cpu overloaded (the flat-4-QPS burst of infaas-selection), SLO 1000 ms. Inactive: inf 3000 + 20,
+    // gpu 5000 + 15, hi-acc 4000 + 400: none loads and answers within 1000 ms.
+    const states = { cpu: rt("overloaded", 1, 6) };
+    const req = { latencyMs: 1000 };
+    for (const [rule, want] of [["inference", "load:inf"], ["load-and-inference", "active:cpu(degraded)"]] as const) {
+      const index = new SelectionIndex(catalogue, { inactiveRule: rule });
+      index.setRuntime("cpu", states.cpu);
+      expect(summary(index.select("classify", req))).toBe(want);
+      expect(summary(selectVariant("classify", catalogue, new Map(Object.entries(states)), req, [], { inactiveRule: rule }))).toBe(want);
+    }
+    // With a 4000 ms SLO inf (3020 ms) fits both readings: loaded either way.
+    const loose = new SelectionIndex(catalogue, { inactiveRule: "load-and-inference" });
+    loose.setRuntime("cpu", states.cpu);
+    expect(summary(loose.select("classify", { latencyMs: 4000 }))).toBe("load:inf");
+  });
+
   it("selection - the index agrees with the plain scan on random catalogues", () => {
     const rng = createRng(7);
     const states: VariantState[] = ["inactive", "loading", "active", "overloaded", "interfered"];
@@ -166,10 +183,11 @@ describe("selection", () => {
         vs.push(v);
         runtimes.set(v.name, rt(states[Math.floor(rng.next() * states.length)] ?? "inactive", 1 + Math.floor(rng.next() * 3), Math.round(100 * rng.next())));
       }
-      const index = new SelectionIndex(vs);
+      const inactiveRule = trial % 2 === 0 ? "inference" : "load-and-inference";
+      const index = new SelectionIndex(vs, { inactiveRule });
       for (const [n, r] of runtimes) index.setRuntime(n, r);
-      const req = { latencyMs: Math.round(20 + 300 * rng.next()), minAccuracy: 0.5 + 0.4 * rng.next() };
-      expect(summary(index.select("classify", req))).toBe(summary(selectVariant("classify", vs, runtimes, req)));
+      const req = { latencyMs: Math.round(20 + 3000 * rng.next()), minAccuracy: 0.5 + 0.4 * rng.next() };
+      expect(summary(index.select("classify", req))).toBe(summary(selectVariant("classify", vs, runtimes, req, [], { inactiveRule })));
     }
   });
 

@@ -31,7 +31,7 @@ export function executorFor(kind: Hardware, root = REPO_ROOT): { service: string
   if (!service) throw new Error(`unknown hardware kind ${JSON.stringify(kind)}: use cpu, gpu or inferentia`);
   const entry = executorEntry(kind);
   if (!existsSync(join(root, entry))) {
-    throw new Error(`no executor for ${kind} workers: ${entry} does not exist in this repository (${EXECUTOR_SERVICE[kind]} is not written yet)`);
+    throw new Error(`no executor for ${kind} workers: ${entry} does not exist in this repository`);
   }
   return { service, entry };
 }

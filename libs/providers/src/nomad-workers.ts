@@ -32,6 +32,17 @@ import type { InstanceState, Market, ProviderEvent, WorkerInstance, WorkerProvid
  * Requests carry `X-Nomad-Token` when a token is set, and `namespace`/`region` when given.
  */
 
+/** The Nomad job that runs the executors (deploy/nomad/executors.nomad.hcl), the vm-autoscaler's NOMAD_JOB default. */
+export const NOMAD_EXECUTORS_JOB = "sloserve-executors";
+
+/** The group of that job that runs a hardware kind's executor: `executor-cpu`, `executor-gpu`, `executor-inferentia`. */
+export function nomadExecutorGroup(kind: Hardware): string {
+  return `executor-${kind}`;
+}
+
+/** Worker id of allocation `<id>`: the job sets WORKER_ID = "nomad-${NOMAD_ALLOC_ID}". */
+export const NOMAD_WORKER_ID_PREFIX = "nomad-";
+
 export interface NomadGroup {
   job: string;
   group: string;
@@ -130,7 +141,7 @@ export class NomadWorkerProvider implements WorkerProvider {
     const watchEveryMs = options.watchEveryMs ?? 5000;
     if (!Number.isFinite(watchEveryMs) || watchEveryMs < 0) problems.push(`watchEveryMs must be ≥ 0, got ${options.watchEveryMs}`);
     if (problems.length > 0) throw new Error(`invalid Nomad worker provider options: ${problems.join("; ")}`);
-    this.prefix = options.workerIdPrefix ?? "nomad-";
+    this.prefix = options.workerIdPrefix ?? NOMAD_WORKER_ID_PREFIX;
     this.events = new ProviderEvents(this.name, options.log);
     if (watchEveryMs > 0) {
       this.watchTimer = setInterval(() => {

@@ -136,9 +136,12 @@ describe("local worker provider", () => {
   });
 
   it("local - refuses what it cannot launch, and unknown ids", async () => {
-    await expect(provider.launch({ kind: "inferentia", instanceType: "inf1.xlarge", reason: "r" })).rejects.toThrow(
-      "no executor for inferentia workers: services/executor-inferentia/src/main.ts does not exist in this repository (executor-inferentia is not written yet)",
+    // A kind whose executor the repository lacks.
+    const bare = new LocalWorkerProvider({ natsUrl: nats.url, redisUrl: redis.url, bootDelayMs: 0, root: tempDir("no-executors"), clock, log });
+    await expect(bare.launch({ kind: "inferentia", instanceType: "inf1.xlarge", reason: "r" })).rejects.toThrow(
+      "no executor for inferentia workers: services/executor-inferentia/src/main.ts does not exist in this repository",
     );
+    await bare.close();
     await expect(provider.launch({ kind: "cpu", instanceType: "p3.2xlarge", reason: "r" })).rejects.toThrow("invalid worker spec: instance type p3.2xlarge is gpu hardware, not cpu");
     await expect(provider.terminate("cpu-local-nope", "r")).rejects.toThrow('local: no worker "cpu-local-nope"');
     expect(() => new LocalWorkerProvider({ natsUrl: "", redisUrl: "redis://x", bootDelayMs: -1, clock, log })).toThrow(

@@ -1,1 +1,2 @@
 export * from "./onnx.js";
+export * from "./batch.js";

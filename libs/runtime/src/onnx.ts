@@ -6,13 +6,12 @@ import * as ort from "onnxruntime-node";
 import {
   ErrorCode,
   ServeError,
-  allocate,
   datatypeFromOrt,
-  elementCount,
   type Tensor,
   type TensorSpec,
   type Datatype,
 } from "@sloserve/contracts";
+import { runConcatenated } from "./batch.js";
 
 /**
  * onnxruntime-node behind one small interface: inspect a model's signature, and run batches of
@@ -208,54 +207,7 @@ export class OnnxRunner {
    * trailing dimensions), otherwise one by one. Returns each query's outputs, in order.
    */
   async runBatch(queries: ReadonlyArray<readonly Tensor[]>): Promise<Tensor[][]> {
-    if (queries.length === 1 || !this.batchable) {
-      const out: Tensor[][] = [];
-      for (const q of queries) out.push(await this.runOne(q));
-      return out;
-    }
-    // Group queries whose inputs share trailing dimensions (e.g. images of one size).
-    const groups = new Map<string, number[]>();
-    queries.forEach((q, i) => {
-      const k = this.signature.inputs.map((spec) => q.find((t) => t.name === spec.name)?.shape.slice(1).join("x") ?? "?").join("|");
-      const g = groups.get(k);
-      if (g) g.push(i);
-      else groups.set(k, [i]);
-    });
-    const results: Tensor[][] = new Array(queries.length);
-    for (const indices of groups.values()) {
-      if (indices.length === 1) {
-        const i = indices[0] as number;
-        results[i] = await this.runOne(queries[i] as Tensor[]);
-        continue;
-      }
-      const rows = indices.map((i) => (queries[i] as Tensor[])[0]?.shape[0] ?? 1);
-      const total = rows.reduce((a, b) => a + b, 0);
-      const feeds: Tensor[] = [];
-      for (const spec of this.signature.inputs) {
-        const parts = indices.map((i) => (queries[i] as Tensor[]).find((t) => t.name === spec.name) as Tensor);
-        const first = parts[0] as Tensor;
-        const shape = [total, ...first.shape.slice(1)];
-        const data = allocate(spec.datatype, elementCount(shape));
-        let offset = 0;
-        for (const p of parts) {
-          (data as Float32Array).set(p.data as Float32Array, offset);
-          offset += p.data.length;
-        }
-        feeds.push({ name: spec.name, datatype: spec.datatype, data, shape });
-      }
-      const out = await this.engine.run(feeds);
-      let row = 0;
-      indices.forEach((qi, k) => {
-        const n = rows[k] as number;
-        results[qi] = out.map((t) => {
-          const rowSize = elementCount(t.shape.slice(1));
-          const data = (t.data as Float32Array).subarray(row * rowSize, (row + n) * rowSize);
-          return { name: t.name, datatype: t.datatype, shape: [n, ...t.shape.slice(1)], data } as Tensor;
-        });
-        row += n;
-      });
-    }
-    return results;
+    return runConcatenated(queries, this.signature.inputs, this.batchable, (feeds) => this.engine.run(feeds));
   }
 }
 

@@ -338,6 +338,7 @@ export class Simulator {
     const r = new Replica(this.allReplicas.length, queue, machine, opts, this.nowMs);
     this.allReplicas.push(r);
     queue.replicas.push(r);
+    queue.replicaVersion++;
     if (machine) {
       machine.replicas.add(r);
       for (const [k, v] of Object.entries(r.uses)) machine.used[k] = (machine.used[k] ?? 0) + v;
@@ -352,6 +353,7 @@ export class Simulator {
     if (r.state === "removed" || r.state === "draining") return;
     r.billedToMs = this.nowMs;
     removeFrom(r.queue.avail, r);
+    r.queue.replicaVersion++;
     if (r.inFlight > 0) r.state = "draining";
     else this.detach(r);
   }
@@ -394,11 +396,32 @@ export class Simulator {
   /** Dollars billed up to atMs (default now) for machines, priced replicas and functions. */
   costDollars(atMs = this.nowMs): number {
     let c = 0;
-    for (const m of this.machines) c += billedCost(m, atMs);
+    const machines = this.machines;
+    let i = 0;
+    if (atMs >= this.closedUntilMs) {
+      // The leading machines whose billing has ended cost the same at every later time: their sum (in
+      // the same order, so the same number) is kept and extended, and only the rest is added up.
+      c = this.closedSum;
+      i = this.closedMachines;
+      for (; i < machines.length; i++) {
+        const m = machines[i] as Machine;
+        if (m.billedToMs === null || m.billedToMs > atMs || m.billedFromMs > atMs) break;
+        c += billedCost(m, atMs);
+        this.closedMachines = i + 1;
+        this.closedSum = c;
+        this.closedUntilMs = Math.max(this.closedUntilMs, m.billedToMs, m.billedFromMs);
+      }
+    }
+    for (; i < machines.length; i++) c += billedCost(machines[i] as Machine, atMs);
     for (const r of this.allReplicas) c += billedCost(r, atMs);
     for (const p of this.pools) c += p.costDollars;
     return c;
   }
+
+  /** costDollars' memory: machines[0 .. closedMachines) have stopped billing; closedSum is their cost, valid from closedUntilMs on. */
+  private closedMachines = 0;
+  private closedSum = 0;
+  private closedUntilMs = 0;
 
   /** Queries accepted and not yet completed or dropped. */
   get queriesInFlight(): number {
@@ -468,6 +491,7 @@ export class Simulator {
         const r = ev.ref as Replica;
         if (r.state !== "loading") break;
         r.state = "ready";
+        r.queue.replicaVersion++;
         r.readyMs = this.nowMs;
         r.queue.avail.push(r);
         this.tryDispatch(r.queue);
@@ -501,6 +525,24 @@ export class Simulator {
         if (this.nowMs + this.sampleMs <= this.durationMs) this.schedule(this.nowMs + this.sampleMs, Kind.Sample, null);
         break;
     }
+  }
+
+  /** nowMs and its one-second bin, computed once per event rather than once per counter. */
+  private binT = NaN;
+  private bin = 0;
+
+  /** `c.add(this.nowMs, n)`, with the bin computed once per event (every counter bins by one second). */
+  private count(c: BinCounter, n = 1): void {
+    if (c.binMs !== 1000) {
+      c.add(this.nowMs, n);
+      return;
+    }
+    const t = this.nowMs;
+    if (t !== this.binT) {
+      this.binT = t;
+      this.bin = Math.floor(t / 1000);
+    }
+    c.addBin(this.bin, n);
   }
 
   private schedule(t: number, kind: Kind, ref: unknown): void {
@@ -562,7 +604,7 @@ export class Simulator {
     if (spec.init !== undefined) spec.init(q, this);
     this.arrivals++;
     this.inFlight++;
-    this.arrivalSeries.add(t);
+    this.count(this.arrivalSeries);
     const stats = (s.stats ??= this.app(spec.app));
     (q.app === spec.app ? stats : this.app(q.app)).arrivals++;
     this.scheduleArrival(s);
@@ -604,7 +646,7 @@ export class Simulator {
   private enqueue(q: Query, queue: Queue): void {
     q.enqueuedMs = this.nowMs;
     q.hops++;
-    queue.arrivals.add(this.nowMs);
+    this.count(queue.arrivals);
     queue._push(q);
     if (queue.avail.length > 0) this.tryDispatch(queue);
   }
@@ -617,16 +659,16 @@ export class Simulator {
     this.completed++;
     this.latencySum += lat;
     if (lat > this.latencyMax) this.latencyMax = lat;
-    this.completedSeries.add(this.nowMs);
+    this.count(this.completedSeries);
     const a = this.statsOf(q);
     a.completed++;
     a.latency.add(lat);
     if (lat <= q.sloMs + 1e-9) {
-      this.metSeries.add(this.nowMs);
+      this.count(this.metSeries);
       this.sloMet++;
       a.sloMet++;
     } else {
-      this.missedSeries.add(this.nowMs);
+      this.count(this.missedSeries);
     }
   }
 
@@ -637,15 +679,15 @@ export class Simulator {
     this.inFlight--;
     this.dropped++;
     this.droppedByReason[reason] = (this.droppedByReason[reason] ?? 0) + 1;
-    this.droppedSeries.add(this.nowMs);
-    this.missedSeries.add(this.nowMs);
+    this.count(this.droppedSeries);
+    this.count(this.missedSeries);
     this.statsOf(q).dropped++;
   }
 
   private invoke(q: Query, pool: FunctionPool): void {
     q.hops++;
     pool.invocations++;
-    pool.arrivals.add(this.nowMs);
+    this.count(pool.arrivals);
     const now = this.nowMs;
     const exec = typeof pool.latency === "number" ? pool.latency : pool.latency(q);
     // The live pool's rules (libs/policy function-pool.ts): idle containers past their keep-alive
@@ -751,10 +793,10 @@ export class Simulator {
     const queue = r.queue;
     r._finish(b, this.nowMs);
     r.runTime.observe(b.queries.length, b.endMs - b.startMs);
-    queue.served.add(this.nowMs, b.queries.length);
-    queue.batchesDone.add(this.nowMs);
-    queue.observedMs.add(this.nowMs, b.endMs - b.startMs);
-    queue.profiledMs.add(this.nowMs, b.profiledMs);
+    this.count(queue.served, b.queries.length);
+    this.count(queue.batchesDone);
+    this.count(queue.observedMs, b.endMs - b.startMs);
+    this.count(queue.profiledMs, b.profiledMs);
     if (r.state === "ready") {
       if (r.inFlight === r.concurrency - 1) queue.avail.push(r);
     } else if (r.state === "draining" && r.inFlight === 0) {
@@ -767,6 +809,7 @@ export class Simulator {
   /** Take a replica off its queue and machine for good. */
   private detach(r: Replica): void {
     r.state = "removed";
+    r.queue.replicaVersion++;
     r.billedToMs ??= this.nowMs;
     removeFrom(r.queue.replicas, r);
     removeFrom(r.queue.avail, r);
@@ -780,7 +823,9 @@ export class Simulator {
 
   private takeSample(): void {
     const machinesByKind: Record<string, number> = {};
-    for (const m of this.machines) {
+    // (the leading machines that costDollars found closed have billedToMs set: skipped at once)
+    for (let i = this.closedMachines; i < this.machines.length; i++) {
+      const m = this.machines[i] as Machine;
       if (m.state === "terminated" || m.billedToMs !== null) continue;
       machinesByKind[m.kind] = (machinesByKind[m.kind] ?? 0) + 1;
     }

@@ -72,6 +72,8 @@ export class Machine {
   readonly billingMinimumS: number;
   readonly spot: boolean;
   readonly tags: Record<string, unknown>;
+  /** `<kind>-<id>` (a field, not a getter: controllers key maps by it every tick). */
+  readonly name: string;
 
   constructor(
     readonly id: number,
@@ -80,6 +82,7 @@ export class Machine {
   ) {
     this.type = opts.type;
     this.kind = opts.kind;
+    this.name = `${this.kind}-${this.id}`;
     this.pricePerS = opts.pricePerS;
     this.resources = { ...(opts.resources ?? {}) };
     this.billingMinimumS = opts.billingMinimumS ?? 60;
@@ -87,9 +90,6 @@ export class Machine {
     this.tags = { ...(opts.tags ?? {}) };
   }
 
-  get name(): string {
-    return `${this.kind}-${this.id}`;
-  }
 
   /** Free amount of a resource (Infinity when the machine does not limit it). */
   free(resource: string): number {
@@ -270,6 +270,8 @@ export class Queue implements BatchQueueView {
   shedLate: boolean;
   readonly tags: Record<string, unknown>;
   readonly replicas: Replica[] = [];
+  /** Bumped whenever a replica of the queue is added or changes state (for callers that cache what they derive from its replicas). */
+  replicaVersion = 0;
   /** Replicas that are ready and have a free slot, longest-idle first. */
   readonly avail: Replica[] = [];
   readonly arrivals = new BinCounter();

@@ -63,6 +63,20 @@ export function runForecastBacktests(traces: readonly BacktestTrace[], predictor
   return rows;
 }
 
+/**
+ * The models a predictor used, in order of first use, without their fitted α/β/γ but with the season
+ * Holt-Winters ran with (the auto predictor chooses it by validation: a day, an hour or none).
+ */
+export function modelsUsed(methods: readonly string[]): string {
+  const names = methods.map((m) => {
+    const season = /m=(\d+)\)$/.exec(m)?.[1];
+    const base = m.replace(/\(α=.*$/, "");
+    if (season === undefined || base === m) return base;
+    return season === "1" ? `${base} (no season)` : `${base} (season ${season})`;
+  });
+  return names.filter((m, i, all) => all.indexOf(m) === i).join(" → ");
+}
+
 /** One printed / reported row per (trace, predictor). */
 export function backtestTable(rows: readonly BacktestRow[]): Array<Record<string, string | number>> {
   return rows.map((r) => ({
@@ -71,7 +85,7 @@ export function backtestTable(rows: readonly BacktestRow[]): Array<Record<string
     minutes: r.minutes,
     season: r.season,
     predictor: r.result.predictor,
-    "models used": r.result.methods.map((m) => m.replace(/\(α=.*$/, "")).filter((m, i, all) => all.indexOf(m) === i).join(" → "),
+    "models used": modelsUsed(r.result.methods),
     "minutes scored": r.result.scored,
     "MAPE %": pct(r.result.mape),
     "RMSE (q/s)": r2(r.result.rmse),
@@ -99,7 +113,7 @@ export function backtestReport(rows: readonly BacktestRow[], options: ForecastBa
     table: backtestTable(rows),
     charts: [],
     notes: [
-      `Each minute, every predictor forecasts the next ${horizon} minutes from the history before it (its state carried along, as the forecaster service carries it per app); the forecast made ${lead} minutes before a minute (MArk's τ, the machines' start time) is scored against that minute's actual.`,
+      `${(options.every ?? 1) === 1 ? "Each minute" : `Every ${options.every} minutes`}, every predictor forecasts the next ${horizon} minutes from the history before it (its state carried along, as the forecaster service carries it per app); the forecast made ${lead} minutes before a minute (MArk's τ, the machines' start time) is scored against that minute's actual.`,
       "Scoring starts once 2 seasons + a horizon are seen (or half the trace, if shorter), the same minute for every predictor of a trace; minutes without data (and the partial minutes at a gap's edge) are not scored.",
       "Under-provisioned: the forecast was below the actual, so capacity planned on it would have been short before the SLO monitor and overflow step in; mean shortfall: by how much, when short.",
       ...(options.notes ?? []),

@@ -3,7 +3,7 @@
  * 2^22 values, bounded memory and error beyond: a simulated day at 1 000 QPS is 86 M queries), and
  * per-bin counters that controllers read as rates.
  */
-import { quantile as exactQuantile } from "@sloserve/policy";
+import { quantileInPlace } from "@sloserve/policy";
 
 /** Mantissa bits a histogram bucket keeps: buckets are 2^-12 ≈ 0.024% wide relative to their value. */
 const HIST_MANTISSA_BITS = 12;
@@ -54,6 +54,31 @@ function histogramQuantile(hist: Float64Array, n: number, min: number, max: numb
 }
 
 const DEFAULT_EXACT_LIMIT = 1 << 22;
+/** Largest chunk of a LatencySample's kept values: 65 536 values (512 kB). */
+const CHUNK_MAX = 1 << 16;
+
+/**
+ * One scratch buffer for the exact quantiles, reused from one call to the next (it grows to the
+ * largest sample asked, at most `exactLimit` values: 32 MB by default): copying millions of values
+ * into fresh memory costs more than the selection itself, and a run asks for several quantiles.
+ */
+let scratch = new Float64Array(0);
+
+/** `parts` copied into the scratch buffer without their NaN values (what @sloserve/policy's `quantile` selects on). */
+function copyWithoutNaN(parts: readonly Float64Array[]): Float64Array {
+  let total = 0;
+  for (const p of parts) total += p.length;
+  if (scratch.length < total) scratch = new Float64Array(total);
+  const xs = scratch;
+  let n = 0;
+  for (const p of parts) {
+    for (let i = 0; i < p.length; i++) {
+      const v = p[i] as number;
+      if (v === v) xs[n++] = v;
+    }
+  }
+  return xs.subarray(0, n);
+}
 
 export interface LatencySampleOptions {
   /**
@@ -76,7 +101,11 @@ export interface LatencySampleOptions {
  *   (mean), min and max stay exact. NaN values (none in practice) are ignored by the exact quantiles.
  */
 export class LatencySample {
-  private buf: Float64Array | null;
+  /** The values while exact, in chunks (1 024 values, doubling up to CHUNK_MAX: growing copies nothing); null once folded. */
+  private chunks: Float64Array[] | null = [];
+  /** The last chunk and how much of it is used (an empty chunk once folded, so that `add` takes the slow path). */
+  private cur = new Float64Array(0);
+  private pos = 0;
   private hist: Float64Array | null = null;
   private n = 0;
   private readonly exactLimit: number;
@@ -86,7 +115,6 @@ export class LatencySample {
 
   constructor(options: LatencySampleOptions = {}) {
     this.exactLimit = Math.max(1, options.exactLimit ?? DEFAULT_EXACT_LIMIT);
-    this.buf = new Float64Array(Math.min(1024, this.exactLimit));
   }
 
   get count(): number {
@@ -99,8 +127,7 @@ export class LatencySample {
   }
 
   add(v: number): void {
-    const buf = this.buf;
-    if (buf !== null && this.n < buf.length) buf[this.n] = v;
+    if (this.pos < this.cur.length) this.cur[this.pos++] = v;
     else this.addSlow(v);
     this.n++;
     this.sum += v;
@@ -108,30 +135,34 @@ export class LatencySample {
     if (v < this.min) this.min = v;
   }
 
+  /** The last chunk is full: start another, or past `exactLimit` fold the values into the histogram. */
   private addSlow(v: number): void {
-    if (this.buf !== null) this.grow();
-    if (this.buf !== null) {
-      this.buf[this.n] = v;
-    } else {
-      const hist = this.hist as Float64Array;
-      const k = bucketOf(v);
-      hist[k] = (hist[k] as number) + 1;
-    }
-  }
-
-  /** The buffer is full: double it, or past `exactLimit` fold it into the histogram. */
-  private grow(): void {
-    const buf = this.buf as Float64Array;
-    if (buf.length < this.exactLimit) {
-      const next = new Float64Array(Math.min(buf.length * 2, this.exactLimit));
-      next.set(buf);
-      this.buf = next;
+    const chunks = this.chunks;
+    if (chunks !== null && this.n < this.exactLimit) {
+      const size = Math.min(this.cur.length === 0 ? 1024 : Math.min(this.cur.length * 2, CHUNK_MAX), this.exactLimit - this.n);
+      this.cur = new Float64Array(size);
+      chunks.push(this.cur);
+      this.cur[0] = v;
+      this.pos = 1;
       return;
     }
-    const hist = new Float64Array(HIST_BUCKETS);
-    addToHistogram(hist, buf.subarray(0, this.n));
-    this.hist = hist;
-    this.buf = null;
+    if (chunks !== null) {
+      const hist = new Float64Array(HIST_BUCKETS);
+      for (const c of chunks) addToHistogram(hist, c);
+      this.hist = hist;
+      this.chunks = null;
+      this.cur = new Float64Array(0);
+      this.pos = 0;
+    }
+    const hist = this.hist as Float64Array;
+    const k = bucketOf(v);
+    hist[k] = (hist[k] as number) + 1;
+  }
+
+  /** The values kept (exact mode), as views on the chunks. */
+  private values(): Float64Array[] {
+    const chunks = this.chunks as Float64Array[];
+    return chunks.map((c, i) => (i === chunks.length - 1 ? c.subarray(0, this.pos) : c));
   }
 
   /**
@@ -140,7 +171,7 @@ export class LatencySample {
    */
   quantile(q: number): number {
     if (this.n === 0) return NaN;
-    if (this.buf !== null) return exactQuantile(this.buf.subarray(0, this.n), q);
+    if (this.chunks !== null) return quantileInPlace(copyWithoutNaN(this.values()), q);
     return histogramQuantile(this.hist as Float64Array, this.n, this.min, this.max, q);
   }
 
@@ -158,22 +189,14 @@ export class LatencySample {
       n += s.n;
       if (s.n > 0 && s.min < min) min = s.min;
       if (s.max > max) max = s.max;
-      if (s.buf === null) exact = false;
+      if (s.chunks === null) exact = false;
     }
     if (n === 0) return NaN;
-    if (exact && n <= exactLimit) {
-      const all = new Float64Array(n);
-      let at = 0;
-      for (const s of samples) {
-        all.set((s.buf as Float64Array).subarray(0, s.n), at);
-        at += s.n;
-      }
-      return exactQuantile(all, q);
-    }
+    if (exact && n <= exactLimit) return quantileInPlace(copyWithoutNaN(samples.flatMap((s) => s.values())), q);
     const hist = new Float64Array(HIST_BUCKETS);
     for (const s of samples) {
-      if (s.buf !== null) {
-        addToHistogram(hist, s.buf.subarray(0, s.n));
+      if (s.chunks !== null) {
+        for (const c of s.values()) addToHistogram(hist, c);
       } else {
         const h = s.hist as Float64Array;
         for (let k = 0; k < HIST_BUCKETS; k++) hist[k] = (hist[k] as number) + (h[k] as number);
@@ -195,7 +218,11 @@ export class BinCounter {
   constructor(readonly binMs = 1000) {}
 
   add(tMs: number, n = 1): void {
-    const b = Math.floor(tMs / this.binMs);
+    this.addBin(Math.floor(tMs / this.binMs), n);
+  }
+
+  /** Add n to bin b (`Math.floor(tMs / binMs)`, for a caller that adds to several counters at one time). */
+  addBin(b: number, n = 1): void {
     const c = this.counts;
     if (b >= 0 && b < c.length) {
       c[b] = (c[b] as number) + n;

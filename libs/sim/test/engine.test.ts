@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Simulator, ScheduledArrivals, constantRate, drop, type ArrivalProcess, type Queue, type SimResult } from "../src/index.js";
+import { billedCost } from "../src/billing.js";
 
 /** Arrivals at fixed times (ms). */
 function at(...times: number[]): ArrivalProcess {
@@ -114,6 +115,35 @@ describe("engine", () => {
     expect(r.costDollars).toBeCloseTo(0.36, 10);
     expect(r.costByKind.cpu).toBeCloseTo(0.2, 10);
     expect(r.costByKind.gpu).toBeCloseTo(0.16, 10);
+  });
+
+  it("engine - the cost so far, asked at any time, is every machine's billed cost summed in launch order", () => {
+    // Machines launched at 0, 10, 20, … s; some terminated early, one killed, one still running.
+    const ends: Array<number | null> = [30_000, 15_000, null, 50_000, 45_000, null, 200_000];
+    const sim = new Simulator({ seed: 1, durationMs: 300_000 });
+    const machines = ends.map((end, i) => {
+      let m: ReturnType<Simulator["launchMachine"]> | undefined;
+      sim.at(i * 10_000, () => {
+        m = sim.launchMachine({ type: "t", kind: i % 2 === 0 ? "cpu" : "gpu", pricePerS: 0.001 * (i + 1), bootMs: 5_000 });
+        if (end !== null) sim.at(end, () => (i === 3 ? sim.killMachine(m!) : sim.terminateMachine(m!)));
+      });
+      return () => m;
+    });
+    const seen: Array<{ at: number; cost: number; expected: number }> = [];
+    const direct = (atMs: number): number => {
+      let c = 0;
+      for (const m of machines) {
+        const x = m();
+        if (x) c += billedCost(x, atMs);
+      }
+      return c;
+    };
+    // Ask every 5 s (the engine keeps the closed machines' sum), then at earlier times again.
+    sim.every(5_000, (now) => seen.push({ at: now, cost: sim.costDollars(), expected: direct(now) }));
+    const r = sim.run();
+    for (const s of seen) expect(s.cost).toBe(s.expected);
+    for (const t of [0, 12_000, 47_000, 120_000, 300_000]) expect(sim.costDollars(t)).toBe(direct(t));
+    expect(r.costDollars).toBe(direct(300_000));
   });
 
   it("engine - priced replicas are billed while loaded", () => {

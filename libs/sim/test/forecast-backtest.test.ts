@@ -48,9 +48,11 @@ describe("forecast backtest", () => {
 
   it("forecast-backtest - the simulator's MArk system forecasts with the predictor it is given", () => {
     const rates = { binMs: 60_000, rates: new Array<number>(10).fill(20) };
-    const history = [new Array<number>(200).fill(20)]; // ≥ 2 seasons (60) + a horizon (60)
+    // An hourly cycle, 2 seasons (60) + a horizon (60) + the held-back four horizons (240) and more:
+    // auto's validation keeps the hourly season.
+    const history = [Array.from({ length: 500 }, (_, i) => 20 + 10 * Math.sin((2 * Math.PI * i) / 60))];
     const base = { system: "mark-ondemand" as const, models: [inceptionV3()], seed: 1, rates, history, season: 60 };
-    expect(runMark(base).forecaster).toMatch(/^holt-winters/); // auto: two seasons + a horizon of history
+    expect(runMark(base).forecaster).toMatch(/^holt-winters\(.*m=60\)$/);
     expect(runMark({ ...base, predictor: builtinPredictor("last-value") }).forecaster).toBe("last-value");
   });
 });

@@ -4,7 +4,7 @@ import { createRng } from "@sloserve/policy";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_TWITTER_TRACE, parseTrace } from "../src/trace.js";
 import { markMmpp, mmppRates } from "../src/scenarios/mark-mmpp.js";
-import { markTwitter, scaleTwitterTrace, twitterLikeMinutes } from "../src/scenarios/mark-twitter.js";
+import { fillGaps, markTwitter, scaleTwitterTrace, twitterLikeMinutes } from "../src/scenarios/mark-twitter.js";
 
 describe("mark scenarios", () => {
   it("mark-twitter - the default load keeps peak ≈ 4× valley before its spikes", () => {
@@ -15,17 +15,24 @@ describe("mark scenarios", () => {
     expect(Math.max(...m)).toBeGreaterThan(100); // flash crowds go past the diurnal peak
   });
 
-  it("mark-twitter - a trace is mapped p1 → peak/4 and p99 → peak, gaps filled", () => {
+  it("mark-twitter - a trace is mapped p1 → peak/4 and p99 → peak over its observed minutes, gaps interpolated", () => {
     // 200 minutes at 10..209 per second, one gap minute (0) and one partial minute (1, under 5% of the
-    // median) that take the previous minute's value.
+    // median): missing data, left out of the percentiles and interpolated between their neighbours.
     const perMinute = Array.from({ length: 200 }, (_, m) => (m === 50 ? 0 : m === 120 ? 1 : 10 + m));
     const out = scaleTwitterTrace(perMinute, 100);
-    // sorted minutes 10..209 without 60 and 130, 59 and 129 twice: p1 = sorted[⌊0.01·199⌋ = 1] = 11,
-    // p99 = sorted[⌊0.99·199⌋ = 197] = 207.
+    // 198 observed minutes, 10..209 without 60 and 130: p1 = sorted[⌊0.01·197⌋ = 1] = 11,
+    // p99 = sorted[⌊0.99·197⌋ = 195] = 207 (209, 208, 207 are the top three; 195 is the third from the top).
     expect(out[1]).toBeCloseTo(25, 9);
     expect(out[197]).toBeCloseTo(100, 9);
-    expect(out[50]).toBe(out[49]);
-    expect(out[120]).toBe(out[119]);
+    // Minute 50 lies between 59 (minute 49) and 61 (minute 51): 60, scaled like an observed 60.
+    expect(out[50]).toBeCloseTo(25 + (75 * (60 - 11)) / (207 - 11), 9);
+    expect(out[120]).toBeCloseTo(25 + (75 * (130 - 11)) / (207 - 11), 9);
+  });
+
+  it("mark-twitter - fillGaps interpolates inside the series and carries the nearest full value at its ends", () => {
+    // Gaps (≤ 1): minutes 0, 2-3, 5. Minute 1 = 10 and minute 4 = 40: 2 → 20, 3 → 30; the ends take 10 and 40.
+    expect(fillGaps([0, 10, 0, 1, 40, 0], 1)).toEqual({ values: [10, 10, 20, 30, 40, 40], observed: [false, true, false, false, true, false] });
+    expect(fillGaps([0, 0], 1).values).toEqual([0, 0]);
   });
 
   it("mark-twitter - runs on the bundled Twitter trace by default (the CLI passes it)", () => {

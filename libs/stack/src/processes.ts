@@ -93,27 +93,146 @@ export interface ServerHandle extends Running {
   dir: string;
 }
 
-export async function startNats(options: { dir?: string; port?: number; logTo?: WriteStream } = {}): Promise<ServerHandle> {
+/** A node of a NATS cluster: its name, the cluster's name, its route, peers' route and monitoring ports. */
+export interface NatsClusterMember {
+  serverName: string;
+  clusterName: string;
+  routePort: number;
+  peerRoutePorts: number[];
+  monitorPort: number;
+}
+
+/** Waits until the server's `/healthz` answers 200: for a cluster member, JetStream is current with the meta leader. */
+async function waitForHealthz(name: string, monitorPort: number, proc: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  for (;;) {
+    if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`${name} exited before JetStream was ready`);
+    try {
+      const response = await fetch(`http://127.0.0.1:${monitorPort}/healthz`, { signal: AbortSignal.timeout(2000) });
+      if (response.status === 200) return;
+      last = `${response.status} ${await response.text()}`;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    if (Date.now() > deadline) throw new Error(`${name}: JetStream not ready within ${timeoutMs} ms (/healthz: ${last})`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+export async function startNats(options: { dir?: string; port?: number; logTo?: WriteStream; cluster?: NatsClusterMember } = {}): Promise<ServerHandle> {
   requireBinary("nats-server");
   const dir = options.dir ?? tempDir("nats");
   mkdirSync(dir, { recursive: true });
   const port = options.port ?? (await freePort());
   const config = join(dir, "nats.conf");
+  const c = options.cluster;
+  const cluster = c
+    ? [
+        `server_name: ${JSON.stringify(c.serverName)}`,
+        `http: "127.0.0.1:${c.monitorPort}"`,
+        `cluster {`,
+        `  name: ${JSON.stringify(c.clusterName)}`,
+        `  listen: "127.0.0.1:${c.routePort}"`,
+        `  routes: [${c.peerRoutePorts.map((p) => JSON.stringify(`nats-route://127.0.0.1:${p}`)).join(", ")}]`,
+        `}`,
+      ]
+    : [];
   writeFileSync(
     config,
-    [`listen: "127.0.0.1:${port}"`, `max_payload: ${8 * 1024 * 1024}`, `jetstream {`, `  store_dir: ${JSON.stringify(join(dir, "jetstream"))}`, `  max_memory_store: ${1024 * 1024 * 1024}`, `}`].join("\n"),
+    [`listen: "127.0.0.1:${port}"`, `max_payload: ${8 * 1024 * 1024}`, ...cluster, `jetstream {`, `  store_dir: ${JSON.stringify(join(dir, "jetstream"))}`, `  max_memory_store: ${1024 * 1024 * 1024}`, `}`].join("\n"),
   );
   const proc = spawn("nats-server", ["-c", config], { stdio: ["ignore", "pipe", "pipe"] });
-  await waitForLine(proc, "nats-server", (l) => l.includes("Server is ready"), 20_000, options.logTo);
-  return { name: "nats-server", process: proc, url: `nats://127.0.0.1:${port}`, port, dir, stop: stopper(proc) };
+  const name = c ? `nats-server ${c.serverName}` : "nats-server";
+  await waitForLine(proc, name, (l) => l.includes("Server is ready"), 20_000, options.logTo);
+  // A cluster member is ready once its JetStream is current with the meta leader (itself or another).
+  if (c) {
+    try {
+      await waitForHealthz(name, c.monitorPort, proc, 60_000);
+    } catch (err) {
+      await stopper(proc)();
+      throw err;
+    }
+  }
+  return { name, process: proc, url: `nats://127.0.0.1:${port}`, port, dir, stop: stopper(proc) };
 }
 
-export async function startRedis(options: { dir?: string; port?: number; logTo?: WriteStream } = {}): Promise<ServerHandle> {
+export interface NatsCluster {
+  nodes: ServerHandle[];
+  /** Every node's client URL, comma-separated (what NATS_URL takes). */
+  url: string;
+  /** Starts node `i` again on its ports and store (after it was stopped or killed); it rejoins the cluster. */
+  restart(i: number): Promise<ServerHandle>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A NATS JetStream cluster of `size` nodes on loopback (free client and route ports, one store each),
+ * routes between all of them, as compose and Nomad run it (deploy/). Resolves when every node knows
+ * the JetStream meta leader.
+ */
+export async function startNatsCluster(options: { dir?: string; size?: number; logTo?: WriteStream } = {}): Promise<NatsCluster> {
+  const dir = options.dir ?? tempDir("nats-cluster");
+  const size = options.size ?? 3;
+  const taken = new Set<number>();
+  const pick = async (): Promise<number> => {
+    for (;;) {
+      const p = await freePort();
+      if (!taken.has(p)) {
+        taken.add(p);
+        return p;
+      }
+    }
+  };
+  const ports: number[] = [];
+  const routePorts: number[] = [];
+  const monitorPorts: number[] = [];
+  for (let i = 0; i < size; i++) {
+    ports.push(await pick());
+    routePorts.push(await pick());
+    monitorPorts.push(await pick());
+  }
+  const nodeOptions = ports.map((port, i) => ({
+    dir: join(dir, `n${i + 1}`),
+    port,
+    ...(options.logTo ? { logTo: options.logTo } : {}),
+    cluster: { serverName: `n${i + 1}`, clusterName: "sloserve", routePort: routePorts[i] as number, peerRoutePorts: routePorts.filter((_, j) => j !== i), monitorPort: monitorPorts[i] as number },
+  }));
+  const settled = await Promise.allSettled(nodeOptions.map((o) => startNats(o)));
+  const nodes = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failed) {
+    await Promise.all(nodes.map((n) => n.stop()));
+    throw failed.reason;
+  }
+  return {
+    nodes,
+    url: nodes.map((n) => n.url).join(","),
+    async restart(i) {
+      const o = nodeOptions[i];
+      if (!o) throw new Error(`no node ${i} in a cluster of ${size}`);
+      await nodes[i]?.stop();
+      nodes[i] = await startNats(o);
+      return nodes[i];
+    },
+    async stop() {
+      await Promise.all(nodes.map((n) => n.stop()));
+    },
+  };
+}
+
+/**
+ * redis-server on loopback. `persist`: append-only file in `dir` (fsync every second), so a restart on
+ * the same `dir` (after a stop or a SIGKILL) keeps the data, as compose and Nomad run it; without it,
+ * nothing is written to disk.
+ */
+export async function startRedis(options: { dir?: string; port?: number; logTo?: WriteStream; persist?: boolean } = {}): Promise<ServerHandle> {
   requireBinary("redis-server");
   const dir = options.dir ?? tempDir("redis");
   mkdirSync(dir, { recursive: true });
   const port = options.port ?? (await freePort());
-  const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no", "--protected-mode", "no"], { stdio: ["ignore", "pipe", "pipe"] });
+  const persistence = options.persist ? ["--appendonly", "yes", "--appendfsync", "everysec"] : ["--appendonly", "no"];
+  const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", ...persistence, "--protected-mode", "no"], { stdio: ["ignore", "pipe", "pipe"] });
   await waitForLine(proc, "redis-server", (l) => l.includes("Ready to accept connections"), 20_000, options.logTo);
   return { name: "redis-server", process: proc, url: `redis://127.0.0.1:${port}`, port, dir, stop: stopper(proc) };
 }
@@ -144,7 +263,8 @@ export async function startScript(name: string, entry: string, env: Record<strin
         return false;
       }
     },
-    options.timeoutMs ?? 60_000,
+    // Generous: on a loaded machine, tsx compiling a service takes a minute or more; a process that exits fails at once.
+    options.timeoutMs ?? 180_000,
     options.logTo,
   );
   const info = JSON.parse(line) as Record<string, unknown>;

@@ -1,6 +1,6 @@
 import type { WriteStream } from "node:fs";
 import { join } from "node:path";
-import { startNats, startRedis, startService, tempDir, logFile, type ServerHandle, type ServiceHandle } from "./processes.js";
+import { freePort, startNats, startNatsCluster, startRedis, startService, tempDir, logFile, type NatsCluster, type ServerHandle, type ServiceHandle } from "./processes.js";
 
 /** The services that run as their own processes, in start order. */
 export const SERVICES = ["registrar", "dispatcher", "model-autoscaler", "forecaster", "executor-cpu", "vm-autoscaler", "frontend"] as const;
@@ -10,6 +10,8 @@ export interface StackOptions {
   dir?: string;
   /** Frontend port; 0 picks a free one. @default 0 */
   httpPort?: number;
+  /** The frontend's Open Inference Protocol gRPC port; 0 picks a free one. @default 0 */
+  grpcPort?: number;
   /** How many executor-cpu workers to start. @default 1 */
   cpuWorkers?: number;
   /** Threads per executor-cpu worker (the stack's and those the vm-autoscaler launches). */
@@ -28,39 +30,102 @@ export interface StackOptions {
   logTo?: WriteStream;
   /** Extra environment for every service. */
   env?: Record<string, string>;
+  /** How long each service may take to print its "ready" line. @default 60000 */
+  startTimeoutMs?: number;
+  /** Redis with an append-only file under `<dir>/redis`, so a restart keeps the registry (`npm start` does). @default false */
+  persistRedis?: boolean;
+  /**
+   * Run NATS as a JetStream cluster of this many nodes on loopback (routes between all of them), with
+   * JS_REPLICAS set to it, as compose and Nomad run it. @default 1: a single server
+   */
+  natsNodes?: number;
 }
 
 export interface Stack {
   dir: string;
   nats: ServerHandle;
   redis: ServerHandle;
+  /** The cluster when `natsNodes` > 1 (`nats` is then its first node; `env.NATS_URL` lists them all). */
+  natsCluster?: NatsCluster;
   services: ServiceHandle[];
   /** The frontend's base URL, e.g. http://127.0.0.1:8080 */
   httpUrl: string;
+  /** The frontend's Open Inference Protocol gRPC address, e.g. 127.0.0.1:8081 */
+  grpcAddress: string;
   env: Record<string, string>;
   logPath: string;
   startService(name: string, env?: Record<string, string>): Promise<ServiceHandle>;
+  /** Starts redis-server again on its port and directory once the running one has exited (stopped or killed). */
+  restartRedis(): Promise<ServerHandle>;
+  /**
+   * Every running service's Prometheus endpoint, in start order: each service but the frontend is
+   * given a free METRICS_PORT (unless its env names one) and says it in its ready line; the
+   * frontend's is on its HTTP port. Workers the vm-autoscaler launches have none.
+   */
+  metricsTargets(): MetricsTarget[];
   stop(): Promise<void>;
+}
+
+/** A service's Prometheus endpoint: `url` is the full `http://127.0.0.1:<port>/metrics`. */
+export interface MetricsTarget {
+  service: string;
+  url: string;
+}
+
+/**
+ * The targets in Prometheus' file-based discovery format (`file_sd_configs`), one job per service:
+ * `npm start` writes them to `.run/prometheus-targets.json` for a Prometheus on this machine.
+ */
+export function prometheusFileSd(targets: readonly MetricsTarget[]): Array<{ targets: string[]; labels: { job: string } }> {
+  return targets.map((t) => ({ targets: [new URL(t.url).host], labels: { job: t.service } }));
+}
+
+/** The endpoints of the services that have one (ready line's `metricsPort`, or the frontend's `port`). */
+export function metricsTargets(services: readonly ServiceHandle[]): MetricsTarget[] {
+  const out: MetricsTarget[] = [];
+  for (const s of services) {
+    if (s.process.exitCode !== null || s.process.signalCode !== null) continue;
+    const port = s.name === "frontend" ? s.info.port : s.info.metricsPort;
+    if (typeof port === "number" && port > 0) out.push({ service: s.name, url: `http://127.0.0.1:${port}/metrics` });
+  }
+  return out;
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const dir = options.dir ?? tempDir("stack");
   const logPath = join(dir, "logs", "stack.log");
   const log = options.logTo ?? logFile(logPath);
-  const nats = await startNats({ dir: join(dir, "nats"), logTo: log });
-  const redis = await startRedis({ dir: join(dir, "redis"), logTo: log });
-  const env: Record<string, string> = { NATS_URL: nats.url, REDIS_URL: redis.url, LOG_LEVEL: options.logLevel ?? "info", ...options.env };
+  const natsNodes = options.natsNodes ?? 1;
+  const natsCluster = natsNodes > 1 ? await startNatsCluster({ dir: join(dir, "nats"), size: natsNodes, logTo: log }) : undefined;
+  const nats = natsCluster?.nodes[0] ?? (await startNats({ dir: join(dir, "nats"), logTo: log }));
+  const redisOptions = { dir: join(dir, "redis"), logTo: log, persist: options.persistRedis ?? false };
+  let redis = await startRedis(redisOptions);
+  const env: Record<string, string> = {
+    NATS_URL: natsCluster?.url ?? nats.url,
+    REDIS_URL: redis.url,
+    LOG_LEVEL: options.logLevel ?? "info",
+    ...(natsCluster ? { JS_REPLICAS: String(natsNodes) } : {}),
+    ...options.env,
+  };
   const services: ServiceHandle[] = [];
   const start = async (name: string, extra: Record<string, string> = {}): Promise<ServiceHandle> => {
-    const s = await startService(name, { ...env, ...extra }, { logTo: log });
+    const metricsPort: Record<string, string> = name === "frontend" ? {} : { METRICS_PORT: String(await freePort()) };
+    const s = await startService(name, { ...env, ...metricsPort, ...extra }, { logTo: log, ...(options.startTimeoutMs ? { timeoutMs: options.startTimeoutMs } : {}) });
     services.push(s);
     return s;
   };
   const stop = async (): Promise<void> => {
     for (const s of [...services].reverse()) await s.stop();
     await redis.stop();
-    await nats.stop();
+    await (natsCluster ?? nats).stop();
   };
+  const restartRedis = async (): Promise<ServerHandle> => {
+    await redis.stop(); // returns at once when it has already exited
+    redis = await startRedis({ ...redisOptions, port: redis.port });
+    result.redis = redis;
+    return redis;
+  };
+  const result: Stack = { dir, nats, redis, ...(natsCluster ? { natsCluster } : {}), services, httpUrl: "", grpcAddress: "", env, logPath, startService: start, restartRedis, metricsTargets: () => metricsTargets(services), stop };
   try {
     await Promise.all([start("registrar"), start("dispatcher"), start("model-autoscaler"), start("forecaster")]);
     const workers = options.cpuWorkers ?? 1;
@@ -75,8 +140,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       ...(options.logTo ? {} : { EXECUTOR_LOG_FILE: logPath }),
       ...options.vmAutoscalerEnv,
     });
-    const frontend = await start("frontend", { HTTP_PORT: String(options.httpPort ?? 0), HTTP_HOST: "127.0.0.1" });
-    return { dir, nats, redis, services, httpUrl: `http://127.0.0.1:${String(frontend.info.port)}`, env, logPath, startService: start, stop };
+    const frontend = await start("frontend", { HTTP_PORT: String(options.httpPort ?? 0), HTTP_HOST: "127.0.0.1", GRPC_PORT: String(options.grpcPort ?? 0) });
+    result.httpUrl = `http://127.0.0.1:${String(frontend.info.port)}`;
+    result.grpcAddress = `127.0.0.1:${String(frontend.info.grpcPort)}`;
+    return result;
   } catch (err) {
     await stop();
     throw err;

@@ -42,9 +42,10 @@ import type { ClusterView } from "./cluster.js";
 import type { SelectionView } from "./selection-view.js";
 import type { ArrivalCounter } from "./arrivals.js";
 import type { OverflowPath } from "./overflow.js";
+import type { DispatcherMetrics } from "./metrics.js";
 
-/** How often a rescue looks again for queries an unloaded replica held (a little over the ack wait). */
-const RESCUE_RECHECK_MS = 6_500;
+/** How often a rescue looks again for queries an unloaded replica held (a little over the executors' 2 s ack wait, libs/executor ACK_WAIT_MS). */
+const RESCUE_RECHECK_MS = 2_500;
 
 /** Default time a query may take end to end when the caller gives no deadline. */
 export const DEFAULT_TIMEOUT_MS = 30_000;
@@ -83,6 +84,8 @@ export class Dispatcher {
     private readonly clock: Clock,
     /** Serverless overflow (OVERFLOW); undefined: off, every query is queued. */
     private readonly overflow?: OverflowPath,
+    /** Prometheus metrics (METRICS_PORT); undefined: not exported. */
+    private readonly metrics?: DispatcherMetrics,
   ) {}
 
   /**
@@ -93,7 +96,9 @@ export class Dispatcher {
     const lost = this.cluster.prune(nowMs);
     for (const r of lost) this.log.warn({ worker: r.worker, variants: r.variants.map((v) => v.variant) }, "worker heartbeat lost");
     if (lost.length > 0 && this.overflow) void this.overflow.capacityLost(lost);
-    return this.arrivals.take(nowMs);
+    const reports = this.arrivals.take(nowMs);
+    if (this.metrics) for (const r of reports) this.metrics.report(r);
+    return reports;
   }
 
   /** What this dispatcher sees of a variant (libs/policy/dispatch decides with it). */
@@ -141,6 +146,7 @@ export class Dispatcher {
     }
     const worker = placement.worker;
     this.pendingLoads.set(variant.name, nowMs);
+    this.metrics?.loadRequested(variant.hardware);
     const command: ScaleCommand = { id: randomUUID(), action: "load", variant: variant.name, reason: `${reason}; ${placement.reason}`, atMs: nowMs };
     this.log.info({ decision: "load", variant: variant.name, worker, reason: command.reason }, "scale decision");
     this.bus.js.publish(subjects.decision("dispatcher", worker), JSON.stringify({ action: "load", worker, model: variant.model, variant: variant.name, reason: command.reason, atMs: nowMs })).catch((err) => {
@@ -161,7 +167,7 @@ export class Dispatcher {
    * enqueued between the unload decision and the unload): take them out and route them again, so that
    * an accepted query is answered or refused, never left to time out. Runs on the state event that
    * makes the variant inactive everywhere. Each query is routed with the time read when it is
-   * (the re-checks below span up to ~26 s).
+   * (the re-checks below span up to ~10 s).
    */
   async rescue(variantName: string): Promise<number> {
     const variant = this.catalog.variants.get(variantName);
@@ -240,6 +246,19 @@ export class Dispatcher {
     }
   }
 
+  /**
+   * The error of a query whose variant no worker can load: `unavailable` when workers hold it but
+   * report it Failed (their engine cannot serve: executor-inferentia's server is gone), else `no_capacity`.
+   */
+  private loadRefused(variant: VariantRecord, reason: string): ServeError {
+    const failed = this.cluster.count(variant.name, "failed");
+    if (failed === 0) return new ServeError(ErrorCode.noCapacity, `no ${variant.hardware} worker can load ${variant.name}: ${reason}`);
+    return new ServeError(
+      ErrorCode.unavailable,
+      `${variant.name} cannot serve now: ${failed === 1 ? "the worker that holds it reports it" : `the ${failed} workers that hold it report it`} failed (its engine cannot serve), and no other ${variant.hardware} worker can load it: ${reason}`,
+    );
+  }
+
   /** A load finished or failed: forget that we asked. */
   settled(variant: string): void {
     this.pendingLoads.delete(variant);
@@ -255,7 +274,7 @@ export class Dispatcher {
     const variant = this.catalog.variants.get(decision.variant) as VariantRecord;
     if (decision.kind === "load") {
       const load = this.requestLoad(variant, `query for ${modelName}`, now);
-      if (load.outcome !== "placed") throw new ServeError(ErrorCode.noCapacity, `no ${variant.hardware} worker can load ${variant.name}: ${load.reason}`);
+      if (load.outcome !== "placed") throw this.loadRefused(variant, load.reason);
     }
     this.arrivals.count(model.app, model.name, undefined);
     await this.enqueue(msg, variant, payload, json, now);
@@ -322,7 +341,7 @@ export class Dispatcher {
     const c = routeCandidate(variant, this.view(variant, now), now);
     if (c.activeInstances === 0 && c.loadingInstances === 0) {
       const load = this.requestLoad(variant, `query for variant ${variantName}`, now);
-      if (load.outcome !== "placed") throw new ServeError(ErrorCode.noCapacity, `no ${variant.hardware} worker can load ${variant.name}: ${load.reason}`);
+      if (load.outcome !== "placed") throw this.loadRefused(variant, load.reason);
     }
     this.arrivals.count(model.app, model.name, undefined);
     await this.enqueue(msg, variant, payload, json, now);
@@ -346,6 +365,7 @@ export class Dispatcher {
       const held = Math.min(given > 0 ? given : Infinity, slo ? receivedAt + slo.latencyMs : Infinity);
       decision = Number.isFinite(held) ? this.overflow.decide(variant, nowMs, held, this.pendingLoads.get(variant.name)) : undefined;
       if (decision?.action === "overflow") {
+        this.metrics?.routed(variant, "overflow");
         await this.overflow.serve({ variant, payload, json: accept === "json", replyTo: msg.reply, requestId: h?.get(headers.requestId) || undefined, receivedAtMs: receivedAt, deadlineMs: deadline, decision });
         return;
       }
@@ -370,6 +390,7 @@ export class Dispatcher {
     } catch (err) {
       throw new ServeError(ErrorCode.noCapacity, `the queue of ${variant.name} refused the query: ${(err as Error).message}`);
     }
+    this.metrics?.routed(variant, "queue");
     // One line per query at debug level (checked first: this is the query path).
     if (this.log.isLevelEnabled("debug")) this.log.debug({ requestId: h?.get(headers.requestId) || undefined, variant: variant.name, slo, decidedAtMs: nowMs, overflow: decision?.reason }, "query routed");
   }
@@ -382,6 +403,7 @@ export class Dispatcher {
     work.catch((err) => {
       if (!(err instanceof ServeError) || err.code === ErrorCode.internal) this.log.error({ err, requestId }, "dispatch failed");
       else this.log.debug({ requestId, code: err.code, message: err.message }, "query refused");
+      this.metrics?.refusedQuery(kind ?? "", err instanceof ServeError ? err.code : ErrorCode.internal);
       replyError(this.bus.nc, msg.reply, err, requestId);
     });
   }

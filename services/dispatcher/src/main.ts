@@ -13,6 +13,8 @@ import { OverflowPath } from "./overflow.js";
 import { BusStageBackend, PipelineRegistry, PipelineService } from "./pipelines.js";
 import { PipelineStats } from "./pipeline-stats.js";
 import { builtinSteps } from "./pipeline-steps.js";
+import { DispatcherMetrics } from "./metrics.js";
+import { startServiceMetrics } from "@sloserve/metrics";
 
 /**
  * dispatcher: takes queries on `infer.app.*`, `infer.model.*`, `infer.variant.*` and `infer.pipeline.*` (queue group, so several
@@ -23,8 +25,9 @@ import { builtinSteps } from "./pipeline-steps.js";
  */
 await runService("dispatcher", process.env, async (log) => {
   const options = compileDispatcherOptions(process.env);
-  const bus = await connectBus({ servers: options.NATS_URL, name: "dispatcher", log });
+  const bus = await connectBus({ servers: options.NATS_URL, name: "dispatcher", log, replicas: options.JS_REPLICAS });
   const store = MetadataStore.connect(options.REDIS_URL);
+  const metrics = await startServiceMetrics(options, log);
   const catalog = new Catalog(store);
   const cluster = new ClusterView();
   const selection = new SelectionView();
@@ -34,7 +37,7 @@ await runService("dispatcher", process.env, async (log) => {
   const arrivals = new ArrivalCounter(clock.now(), id);
   const functions = createFunctionPath(options, clock, log);
   const overflow = functions ? new OverflowPath(functions, bus, cluster, catalog, arrivals, log, clock) : undefined;
-  const dispatcher = new Dispatcher(bus, catalog, cluster, selection, arrivals, log, clock, overflow);
+  const dispatcher = new Dispatcher(bus, catalog, cluster, selection, arrivals, log, clock, overflow, new DispatcherMetrics(metrics.registry));
   const views = { catalog, cluster, selection };
   // Subscribe before reading the snapshot so nothing falls between the two.
   const subs = followEvents(bus, views, dispatcher, clock, log, overflow);
@@ -57,13 +60,14 @@ await runService("dispatcher", process.env, async (log) => {
     bus.nc.subscribe("infer.variant.*", { queue: DISPATCHER_QUEUE, callback: (_err, msg) => dispatcher.handle(msg) }),
   ];
   return {
-    info: { dispatcher: id, models: catalog.models.size, workers: cluster.workers.size, overflow: functions?.name ?? "off" },
+    info: { dispatcher: id, models: catalog.models.size, workers: cluster.workers.size, overflow: functions?.name ?? "off", metricsPort: metrics.port },
     async stop() {
       clearInterval(ticker);
       pipelines.stop();
       for (const s of [...queries, ...subs]) s.unsubscribe();
       if (overflow) log.info({ ...overflow.totals, provider: functions?.stats() }, "overflow totals");
       await functions?.close();
+      await metrics.close();
       await bus.close();
       await store.close();
     },

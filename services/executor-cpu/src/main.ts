@@ -4,7 +4,8 @@ import { z } from "zod";
 import { commonEnvSchema, compileOptions } from "@sloserve/contracts";
 import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
-import { Worker, onnxBackend } from "@sloserve/executor";
+import { ExecutorMetrics, Worker, onnxBackend } from "@sloserve/executor";
+import { startServiceMetrics } from "@sloserve/metrics";
 
 /** executor-cpu: a worker that runs variants on onnxruntime's CPU execution provider. */
 const envSchema = commonEnvSchema.extend({
@@ -19,14 +20,16 @@ const envSchema = commonEnvSchema.extend({
 await runService("executor-cpu", process.env, async (log) => {
   const options = compileOptions(envSchema, process.env, "executor-cpu");
   const id = options.WORKER_ID ?? `cpu-${hostname().replace(/[^A-Za-z0-9_-]/g, "").slice(0, 20) || "host"}-${randomBytes(3).toString("hex")}`;
-  const bus = await connectBus({ servers: options.NATS_URL, name: `executor-cpu ${id}`, log });
+  const bus = await connectBus({ servers: options.NATS_URL, name: `executor-cpu ${id}`, log, replicas: options.JS_REPLICAS });
   const store = MetadataStore.connect(options.REDIS_URL);
-  const worker = new Worker(bus, store, onnxBackend("cpu", ["cpu"]), { id, threads: options.WORKER_THREADS, memoryBytes: options.WORKER_MEMORY_MB * 1048576 }, log.child({ worker: id }), systemClock);
+  const metrics = await startServiceMetrics(options, log);
+  const worker = new Worker(bus, store, onnxBackend("cpu", ["cpu"]), { id, threads: options.WORKER_THREADS, memoryBytes: options.WORKER_MEMORY_MB * 1048576, metrics: new ExecutorMetrics(metrics.registry) }, log.child({ worker: id }), systemClock);
   await worker.start();
   return {
-    info: { worker: id, threads: options.WORKER_THREADS, memoryMb: options.WORKER_MEMORY_MB },
+    info: { worker: id, threads: options.WORKER_THREADS, memoryMb: options.WORKER_MEMORY_MB, metricsPort: metrics.port },
     async stop() {
       await worker.stop();
+      await metrics.close();
       await bus.close();
       await store.close();
     },

@@ -4,7 +4,8 @@ import { z } from "zod";
 import { commonEnvSchema, compileOptions } from "@sloserve/contracts";
 import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
-import { Worker, onnxBackend } from "@sloserve/executor";
+import { ExecutorMetrics, Worker, onnxBackend } from "@sloserve/executor";
+import { startServiceMetrics } from "@sloserve/metrics";
 import { probeExecutionProvider } from "@sloserve/runtime";
 
 /**
@@ -37,14 +38,16 @@ await runService("executor-gpu", process.env, async (log) => {
     );
   }
   const id = options.WORKER_ID ?? `gpu-${hostname().replace(/[^A-Za-z0-9_-]/g, "").slice(0, 20) || "host"}-${randomBytes(3).toString("hex")}`;
-  const bus = await connectBus({ servers: options.NATS_URL, name: `executor-gpu ${id}`, log });
+  const bus = await connectBus({ servers: options.NATS_URL, name: `executor-gpu ${id}`, log, replicas: options.JS_REPLICAS });
   const store = MetadataStore.connect(options.REDIS_URL);
-  const worker = new Worker(bus, store, onnxBackend("gpu", ["cuda", "cpu"]), { id, threads: options.WORKER_SLOTS, memoryBytes: options.WORKER_MEMORY_MB * 1048576, accelerators: options.ACCELERATORS }, log.child({ worker: id }), systemClock);
+  const metrics = await startServiceMetrics(options, log);
+  const worker = new Worker(bus, store, onnxBackend("gpu", ["cuda", "cpu"]), { id, threads: options.WORKER_SLOTS, memoryBytes: options.WORKER_MEMORY_MB * 1048576, metrics: new ExecutorMetrics(metrics.registry), accelerators: options.ACCELERATORS }, log.child({ worker: id }), systemClock);
   await worker.start();
   return {
-    info: { worker: id, slots: options.WORKER_SLOTS, accelerators: options.ACCELERATORS, device: options.GPU_DEVICE_ID },
+    info: { worker: id, slots: options.WORKER_SLOTS, accelerators: options.ACCELERATORS, device: options.GPU_DEVICE_ID, metricsPort: metrics.port },
     async stop() {
       await worker.stop();
+      await metrics.close();
       await bus.close();
       await store.close();
     },

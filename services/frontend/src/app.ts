@@ -8,19 +8,19 @@ import {
   headers,
   httpStatusOf,
   isErrorCode,
-  sloSchema,
-  describeZodError,
   subjects,
-  contentTypes,
   type Clock,
   type ModelRecord,
 } from "@sloserve/contracts";
 import { errorFromReply, makeHeaders, type Bus, type Logger } from "@sloserve/bus";
 import type { Catalog, MetadataStore } from "@sloserve/store";
-import { jsonToWire, wireToJson, validationToWire } from "./infer.js";
-import { dashboardHtml } from "./dashboard.js";
+import { wireToJson, validationToWire } from "./infer.js";
+import { registerDashboard } from "./dashboard.js";
 import { describeModel } from "./listing.js";
 import { registerPipelineRoutes } from "./pipelines.js";
+import { registerOipHttpRoutes } from "./oip-http.js";
+import { askBus, serverMetadata, serverReady, type QueryDeps } from "./query.js";
+import { registerObservationRoutes } from "./observe.js";
 import type { ProfileProgressView } from "./progress.js";
 import multipart from "@fastify/multipart";
 
@@ -111,75 +111,21 @@ export async function buildApp(deps: FrontendDeps) {
   // ---- Open Inference Protocol: health and metadata ----
   app.get("/v2/health/live", async () => ({ live: true }));
   app.get("/v2/health/ready", async (_req, reply) => {
-    const natsOk = !bus.nc.isClosed();
-    const redisOk = await store.ping();
-    const ready = natsOk && redisOk;
-    return reply.code(ready ? 200 : 503).send({ ready, nats: natsOk, redis: redisOk });
+    const state = await serverReady({ bus, store });
+    return reply.code(state.ready ? 200 : 503).send(state);
   });
-  app.get("/v2", async () => ({ name: "sloserve", version: "0.1.0", extensions: ["model_repository"] }));
-  app.get<{ Params: { model: string } }>("/v2/models/:model", async (req) => {
-    const model = await modelOr404(req.params.model);
-    return {
-      name: model.name,
-      versions: ["1"],
-      platform: model.platform,
-      inputs: model.inputs,
-      outputs: model.outputs,
-      parameters: { app: model.app, task: model.task, dataset: model.dataset, variants: (catalog.variantsByModel.get(model.name) ?? []).map((v) => v.name) },
-    };
-  });
-  app.get<{ Params: { model: string } }>("/v2/models/:model/ready", async (req, reply) => {
-    const model = await modelOr404(req.params.model);
-    const active = (await store.listInstances()).some((i) => i.model === model.name && i.state === "active");
-    return reply.code(active ? 200 : 503).send({ name: model.name, ready: active });
-  });
+  app.get("/v2", async () => serverMetadata);
 
-  // ---- Inference ----
-  /** Sends a query on the bus and turns the answer (or its error) into the HTTP reply. */
-  const ask = async (subject: string, payload: Uint8Array, requestId: string, timeoutMs: number | undefined, extra: Record<string, string | number | undefined>, requested?: string[]) => {
-    const now = clock.now();
-    const timeout = Math.min(timeoutMs ?? options.defaultTimeoutMs, 600_000);
-    let answer;
-    try {
-      answer = await bus.nc.request(subject, payload, {
-        timeout,
-        headers: makeHeaders({ [headers.requestId]: requestId, [headers.contentType]: contentTypes.wire, [headers.deadline]: now + timeout, [headers.receivedAt]: now, ...extra }),
-      });
-    } catch (err) {
-      const e = err as Error;
-      if (/timeout/i.test(e.name) || /timeout/i.test(e.message)) throw new ServeError(ErrorCode.deadlineExceeded, `no answer within ${timeout} ms`);
-      if (/no ?responders/i.test(e.name + e.message)) throw new ServeError(ErrorCode.unavailable, "no dispatcher is running");
-      throw err;
-    }
-    const failure = errorFromReply(answer.headers, answer.data);
-    if (failure) throw failure;
-    return wireToJson(answer.data, answer.headers?.get(headers.contentType), requested);
+  // ---- Open Inference Protocol: model metadata, readiness and inference over HTTP (oip-http.ts); the
+  // protocol-neutral path it shares with the gRPC service is query.ts ----
+  const queryDeps: QueryDeps = { bus, store, catalog, clock, defaultTimeoutMs: options.defaultTimeoutMs };
+  registerOipHttpRoutes(app, queryDeps, { maxBodyBytes: options.maxBodyBytes });
+
+  /** Sends a query on the bus and turns the answer (or its error) into the HTTP reply (pipelines). */
+  const ask = async (subject: string, payload: Uint8Array, requestId: string, timeoutMs: number | undefined, extra: Record<string, string | number | undefined>) => {
+    const reply = await askBus(queryDeps, subject, payload, requestId, timeoutMs, extra);
+    return wireToJson(reply.data, reply.contentType);
   };
-
-  app.post<{ Params: { model: string } }>("/v2/models/:model/infer", async (req, reply) => {
-    const model = await modelOr404(req.params.model);
-    const { payload, timeoutMs } = jsonToWire(req.body, model.inputs);
-    const requested = (req.body as { outputs?: Array<{ name: string }> }).outputs?.map((o) => o.name);
-    return reply.type("application/json").send(await ask(subjects.inferModel(model.name), payload, req.id, timeoutMs, {}, requested));
-  });
-
-  // Model-less query (INFaaS): the app and the requirements; the system picks the variant.
-  app.post<{ Params: { app: string } }>("/v1/apps/:app/infer", async (req, reply) => {
-    checkName("app", req.params.app);
-    const slo = sloSchema.safeParse((req.body as { slo?: unknown } | null)?.slo);
-    if (!slo.success) throw new ServeError(ErrorCode.badRequest, `a model-less query needs "slo": {"latency_ms", "min_accuracy"?, "max_cost"?}: ${describeZodError(slo.error)}`);
-    const models = catalog.modelsOfApp(req.params.app);
-    if (models.length === 0) await catalog.load();
-    const first = catalog.modelsOfApp(req.params.app)[0];
-    if (!first) throw new ServeError(ErrorCode.unknownApp, `no app named '${req.params.app}' (it has no models)`);
-    const { payload, timeoutMs } = jsonToWire(req.body, first.inputs);
-    const answer = await ask(subjects.inferApp(req.params.app), payload, req.id, timeoutMs, {
-      [headers.sloLatencyMs]: slo.data.latency_ms,
-      [headers.sloMinAccuracy]: slo.data.min_accuracy,
-      [headers.sloMaxCost]: slo.data.max_cost,
-    });
-    return reply.type("application/json").send(answer);
-  });
 
   // ---- Pipelines (register, list, delete, query): pipelines.ts ----
   await registerPipelineRoutes(app, { bus, store, catalog, log }, ask);
@@ -280,11 +226,13 @@ export async function buildApp(deps: FrontendDeps) {
   });
 
   // ---- Status, dashboard, metrics ----
+  // Recent scaling decisions and the latest cost summary, from the bus (observe.ts).
+  await registerObservationRoutes(app, { bus, clock });
   app.get("/v1/status", async () => {
     const [models, variants, instances, workers] = await Promise.all([store.listModels(), store.listVariants(), store.listInstances(), store.listWorkers()]);
     return { atMs: clock.now(), models, variants, instances, workers };
   });
-  app.get("/dashboard", async (_req, reply) => reply.type("text/html").send(dashboardHtml));
+  await registerDashboard(app, { bus, catalog, clock, log });
   app.get("/", async (_req, reply) => reply.redirect("/dashboard"));
   app.get("/metrics", async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
 

@@ -1,35 +1,79 @@
-/** A one-page dashboard: models, variants, workers and their per-second figures, from /v1/status. */
-export const dashboardHtml = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>sloserve</title>
-<style>
-body{font:14px system-ui,sans-serif;margin:24px;color:#222}h1{font-size:20px}h2{font-size:16px;margin-top:24px}
-table{border-collapse:collapse;min-width:480px}td,th{border-bottom:1px solid #ddd;padding:4px 10px;text-align:left}
-th{background:#f4f4f4}.active{color:#127a12}.loading{color:#a66d00}.overloaded,.interfered,.failed{color:#b00}small{color:#777}
-</style></head><body>
-<h1>sloserve <small id="at"></small></h1>
-<h2>Workers</h2><table id="workers"></table>
-<h2>Variant instances</h2><table id="instances"></table>
-<h2>Models</h2><table id="models"></table>
-<script>
-const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;"}[c]));
-function table(id, head, rows) {
-  document.getElementById(id).innerHTML = "<tr>" + head.map((h) => "<th>" + esc(h) + "</th>").join("") + "</tr>" +
-    (rows.length ? rows.map((r) => "<tr>" + r.map((c) => "<td>" + c + "</td>").join("") + "</tr>").join("") : "<tr><td colspan=" + head.length + "><small>none</small></td></tr>");
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
+import { z } from "zod";
+import { ErrorCode, ServeError, arrivalsReportSchema, costSummarySchema, describeZodError, forecastMessageSchema, subjects, workerReportSchema, type Clock } from "@sloserve/contracts";
+import type { Bus, Logger } from "@sloserve/bus";
+import type { Catalog } from "@sloserve/store";
+import { DashboardFeed } from "./dashboard-feed.js";
+import { dashboardHtml } from "./dashboard-page.js";
+
+/**
+ * The built-in dashboard (`GET /dashboard`): live throughput, latency percentiles against the SLOs, cost
+ * per hour, workers and variants with their states, the last decisions with their reasons and forecast
+ * against actual load. The frontend follows the bus (DashboardFeed) and serves its figures as JSON
+ * (`GET /v1/dashboard`); the page draws them with Vega-Lite, whose browser bundles it serves from
+ * node_modules (`/dashboard/vendor/…`: no CDN, the page works offline).
+ */
+
+export interface DashboardDeps {
+  bus: Bus;
+  catalog: Catalog;
+  clock: Clock;
+  log: Logger;
 }
-async function refresh() {
-  try {
-    const s = await (await fetch("/v1/status")).json();
-    document.getElementById("at").textContent = new Date(s.atMs).toLocaleTimeString();
-    table("workers", ["worker", "hardware", "threads used", "memory reserved MB", "RSS MB", "variants"], s.workers.map((w) =>
-      [esc(w.worker), esc(w.hardware), w.threadsUsed + " / " + w.threads, (w.memoryUsedBytes / 1048576).toFixed(0) + " / " + (w.memoryBytes / 1048576).toFixed(0), (w.rssBytes / 1048576).toFixed(0), w.variants.length]));
-    const rows = [];
-    for (const w of s.workers) for (const v of w.variants) rows.push([esc(v.variant), esc(w.worker), '<span class="' + esc(v.state) + '">' + esc(v.state) + "</span>",
-      v.arrivals, v.served, v.errors, v.queueLength, v.latencyP50Ms.toFixed(1), v.latencyP99Ms.toFixed(1), (v.utilisation * 100).toFixed(0) + "%"]);
-    table("instances", ["variant", "worker", "state", "arrivals/s", "served/s", "errors/s", "queue", "p50 ms", "p99 ms", "busy"], rows);
-    table("models", ["model", "app", "task", "inputs", "variants"], s.models.map((m) => [esc(m.name), esc(m.app), esc(m.task),
-      esc(m.inputs.map((i) => i.name + " " + i.datatype + "[" + i.shape.join(",") + "]").join(", ")),
-      esc(s.variants.filter((v) => v.model === m.name).map((v) => v.name).join(", "))]));
-  } catch (e) { document.getElementById("at").textContent = "(status unavailable)"; }
+
+const require = createRequire(import.meta.url);
+
+/** Decisions differ by source (model, vm, dispatcher, pipeline): any JSON object, read leniently. */
+const decisionSchema = z.record(z.string(), z.unknown());
+
+/** The browser bundles of vega and vega-lite, read once from their packages' build/ folders. */
+function vendorBundles(): Record<string, Buffer> {
+  const vegaBuild = dirname(require.resolve("vega"));
+  const vegaLiteBuild = dirname(require.resolve("vega-lite"));
+  return { "vega.min.js": readFileSync(join(vegaBuild, "vega.min.js")), "vega-lite.min.js": readFileSync(join(vegaLiteBuild, "vega-lite.min.js")) };
 }
-refresh(); setInterval(refresh, 2000);
-</script></body></html>`;
+
+/** Follows the bus into a DashboardFeed, and registers the dashboard's routes; unsubscribes when the app closes. */
+export async function registerDashboard(app: FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>, deps: DashboardDeps): Promise<DashboardFeed> {
+  const { bus, catalog, clock, log } = deps;
+  const feed = new DashboardFeed((name) => {
+    const v = catalog.variants.get(name);
+    return v ? { model: v.model, hardware: v.hardware, threads: v.threads } : undefined;
+  });
+  const follow = <T>(subject: string, what: string, schema: z.ZodType<T>, apply: (data: T, subject: string) => void) =>
+    bus.nc.subscribe(subject, {
+      callback: (err, msg) => {
+        if (err) return log.warn({ err, subject }, `dashboard: ${what} subscription failed`);
+        try {
+          const parsed = schema.safeParse(msg.json());
+          if (parsed.success) apply(parsed.data, msg.subject);
+          else log.debug({ subject: msg.subject, error: describeZodError(parsed.error) }, `dashboard: ignoring a malformed ${what}`);
+        } catch (e) {
+          log.debug({ err: e, subject: msg.subject }, `dashboard: ignoring a ${what} that is not JSON`);
+        }
+      },
+    });
+  const subs = [
+    follow(subjects.arrivalsAll, "arrivals report", arrivalsReportSchema, (r) => feed.arrivals(r)),
+    follow(subjects.workerMetricsAll, "worker report", workerReportSchema, (r) => feed.worker(r, clock.now())),
+    follow(subjects.costSummary, "cost summary", costSummarySchema, (c) => feed.cost(c)),
+    follow(subjects.forecastAll, "forecast", forecastMessageSchema, (f) => feed.forecast(f)),
+    follow(subjects.decisionsAll, "decision", decisionSchema, (d, subject) => feed.decision(subject.split(".")[1] ?? "", d, clock.now())),
+  ];
+  app.addHook("onClose", async () => {
+    for (const s of subs) s.unsubscribe();
+  });
+
+  const vendor = vendorBundles();
+  app.get<{ Params: { file: string } }>("/dashboard/vendor/:file", async (req, reply) => {
+    const body = vendor[req.params.file];
+    if (!body) throw new ServeError(ErrorCode.badRequest, `no vendor file '${req.params.file}' (there are ${Object.keys(vendor).join(", ")})`);
+    return reply.type("text/javascript; charset=utf-8").header("cache-control", "public, max-age=3600").send(body);
+  });
+  app.get("/v1/dashboard", async () => feed.snapshot(clock.now()));
+  app.get("/dashboard", async (_req, reply) => reply.type("text/html; charset=utf-8").send(dashboardHtml));
+  return feed;
+}

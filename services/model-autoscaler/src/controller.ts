@@ -15,6 +15,7 @@ import {
   type VariantRuns,
   type WorkerRuns,
 } from "@sloserve/policy";
+import type { ModelAutoscalerMetrics } from "./metrics.js";
 
 /**
  * The stateful shell around the model autoscaler (INFaaS §4.2): keeps each worker's latest report and
@@ -37,6 +38,8 @@ export interface ModelAutoscalerControllerOptions {
    * are candidates only then. @default [] (no VM autoscaler service runs yet)
    */
   launchableKinds?: readonly string[];
+  /** Prometheus metrics (metrics.ts); none: not exported. */
+  metrics?: ModelAutoscalerMetrics;
 }
 
 /** How long a model's SLO seen in arrival reports is remembered. */
@@ -128,6 +131,7 @@ export class ModelAutoscalerController {
   }
 
   applyArrivals(report: ArrivalsReport): void {
+    this.options.metrics?.arrivals.observe(report);
     for (const [model, m] of Object.entries(report.models)) {
       if (m.minSloMs === null) continue;
       const prev = this.slo.get(model);
@@ -147,6 +151,11 @@ export class ModelAutoscalerController {
   /** Every pipeline's floors. */
   currentFloors(): VariantFloor[] {
     return [...this.floors.values()].flat();
+  }
+
+  /** The latest report of each worker heard from (stale ones are dropped at each tick). */
+  latestReports(): WorkerReport[] {
+    return [...this.reports.values()].map((r) => r.report);
   }
 
   /** What each worker runs now, from the latest reports (the pipeline controller reads replicas from it). */
@@ -204,6 +213,7 @@ export class ModelAutoscalerController {
           this.lastHold.set(key, d.reason);
         } else this.lastHold.delete(key);
         await this.bus.js.publish(subjects.decision("model", d.worker), JSON.stringify({ ...d, atMs: nowMs }));
+        this.options.metrics?.decision(d.action);
         if (d.action !== "hold") this.log.info({ decision: d.action, worker: d.worker, model: d.model, variant: d.variant, count: d.count, reason: d.reason }, "model scaling decision");
         return;
       }
@@ -217,12 +227,14 @@ export class ModelAutoscalerController {
         const request = { action: "add", hardware: a.hardware, variant: a.variant, count: a.count, reason: a.reason, atMs: nowMs };
         await this.bus.js.publish(subjects.scaleVm, JSON.stringify(request));
         await this.bus.js.publish(subjects.decision("model", a.worker), JSON.stringify({ ...request, action: "escalate", worker: a.worker, model: a.model }));
+        this.options.metrics?.decision("escalate");
         this.log.info({ ...request, worker: a.worker, model: a.model }, "asked the VM autoscaler for a worker");
         return;
       }
       case "abandon": {
         const event = { action: "abandon", worker: a.worker, model: a.model, variant: a.variant, count: a.count, reason: a.reason, atMs: nowMs };
         await this.bus.js.publish(subjects.decision("model", a.worker), JSON.stringify(event));
+        this.options.metrics?.decision("abandon");
         this.log.warn(event, "swap abandoned");
         return;
       }

@@ -4,6 +4,8 @@ import { connectBus, runEvery, runService, systemClock } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { ModelAutoscalerController } from "./controller.js";
 import { PipelineController } from "./pipelines.js";
+import { ModelAutoscalerMetrics } from "./metrics.js";
+import { startServiceMetrics } from "@sloserve/metrics";
 
 /**
  * model-autoscaler: every second, per worker, INFaaS's model-level autoscaling (replicate, upgrade,
@@ -36,10 +38,12 @@ const envSchema = commonEnvSchema.extend({
 await runService("model-autoscaler", process.env, async (log) => {
   const options = compileOptions(envSchema, process.env, "model-autoscaler");
   const clock = systemClock;
-  const bus = await connectBus({ servers: options.NATS_URL, name: "model-autoscaler", log });
+  const bus = await connectBus({ servers: options.NATS_URL, name: "model-autoscaler", log, replicas: options.JS_REPLICAS });
   const store = MetadataStore.connect(options.REDIS_URL);
   const catalog = new Catalog(store);
-  const controller = new ModelAutoscalerController(bus, catalog, log, clock, { autoscaler: { slack: options.SLACK } });
+  const metrics = await startServiceMetrics(options, log);
+  const modelMetrics: ModelAutoscalerMetrics = new ModelAutoscalerMetrics(metrics.registry, () => controller.latestReports());
+  const controller: ModelAutoscalerController = new ModelAutoscalerController(bus, catalog, log, clock, { autoscaler: { slack: options.SLACK }, metrics: modelMetrics });
   const pipelines = new PipelineController(bus, store, catalog, controller, log, clock, {
     planPeriodMs: options.PIPELINE_PLAN_PERIOD_MS,
     traceSeconds: options.PIPELINE_TRACE_SECONDS,
@@ -53,10 +57,12 @@ await runService("model-autoscaler", process.env, async (log) => {
   const pipelineTimer = runEvery(options.PIPELINE_TICK_MS, () => pipelines.tick(), log, "pipeline tick");
   const timer = runEvery(options.TICK_MS, () => controller.tick(), log, "autoscaler tick");
   return {
+    info: { metricsPort: metrics.port },
     async stop() {
       clearInterval(timer);
       clearInterval(pipelineTimer);
       for (const s of subs) s.unsubscribe();
+      await metrics.close();
       await bus.close();
       await store.close();
     },

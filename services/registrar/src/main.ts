@@ -15,6 +15,8 @@ import { connectBus, replyError, runService, systemClock } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
 import { registerModel, unregisterModel } from "./register.js";
 import { BatchTuner } from "./batching.js";
+import { RegistrarMetrics } from "./metrics.js";
+import { startServiceMetrics } from "@sloserve/metrics";
 import { quantizeWeightsInt8 } from "@sloserve/onnx";
 
 /**
@@ -63,8 +65,10 @@ await runService("registrar", process.env, async (log) => {
       return result.weights.length > 0 ? result.model : undefined;
     },
   };
-  const bus = await connectBus({ servers: options.NATS_URL, name: "registrar", log });
+  const bus = await connectBus({ servers: options.NATS_URL, name: "registrar", log, replicas: options.JS_REPLICAS });
   const store = MetadataStore.connect(options.REDIS_URL);
+  const metrics = await startServiceMetrics(options, log);
+  const registrarMetrics = new RegistrarMetrics(metrics.registry);
   const encode = (v: unknown): string => JSON.stringify(v);
 
   /** The tuner's inputs: every dispatcher's arrival reports (SLOs) and profiling results. */
@@ -75,6 +79,7 @@ await runService("registrar", process.env, async (log) => {
         try {
           const parsed = arrivalsReportSchema.safeParse(msg.json());
           if (!parsed.success) return log.warn({ subject: msg.subject, error: describeZodError(parsed.error) }, "ignoring a malformed arrivals report");
+          registrarMetrics.arrivals.observe(parsed.data);
           void tuner.applyArrivals(parsed.data);
         } catch (e) {
           log.warn({ err: e, subject: msg.subject }, "ignoring an arrivals report that is not JSON");
@@ -106,9 +111,11 @@ await runService("registrar", process.env, async (log) => {
           if (!parsed.success) throw new ServeError(ErrorCode.badRequest, describeZodError(parsed.error));
           const result = await registerModel(bus, store, parsed.data, systemClock.now(), registrarOptions);
           log.info({ requestId, model: result.model.name, app: result.model.app, variants: result.variants.length, profileJobs: result.profileJobs }, "model registered");
+          registrarMetrics.registered(result.variants, result.profileJobs);
           msg.respond(encode(result));
         } catch (e) {
           log.warn({ requestId, err: e }, "registration refused");
+          registrarMetrics.refused("registration", e);
           replyError(bus.nc, msg.reply, e, requestId);
         }
       })();
@@ -121,11 +128,19 @@ await runService("registrar", process.env, async (log) => {
       if (err) return log.error({ err }, "subscription error");
       void (async () => {
         try {
-          const body = z.object({ model: z.string() }).parse(msg.json());
+          let json: unknown;
+          try {
+            json = msg.json();
+          } catch {
+            throw new ServeError(ErrorCode.malformedJson, "the unregister request is not valid JSON: send {\"model\": \"<name>\"}");
+          }
+          const body = z.object({ model: z.string() }).parse(json);
           const model = await unregisterModel(bus, store, body.model, log);
           log.info({ model: model.name }, "model unregistered");
+          registrarMetrics.unregistered();
           msg.respond(encode({ model }));
         } catch (e) {
+          registrarMetrics.refused("unregistration", e instanceof z.ZodError ? new ServeError(ErrorCode.badRequest, describeZodError(e)) : e);
           replyError(bus.nc, msg.reply, e instanceof z.ZodError ? new ServeError(ErrorCode.badRequest, describeZodError(e)) : e);
         }
       })();
@@ -135,11 +150,12 @@ await runService("registrar", process.env, async (log) => {
   const tuning = options.BATCH_TUNING ? followBatchTuning(new BatchTuner(bus, store, systemClock, log, { sloMemoryMs: options.SLO_MEMORY_MS })) : [];
 
   return {
-    info: { batchTuning: options.BATCH_TUNING },
+    info: { batchTuning: options.BATCH_TUNING, metricsPort: metrics.port },
     async stop() {
       for (const sub of tuning) sub.unsubscribe();
       register.unsubscribe();
       unregister.unsubscribe();
+      await metrics.close();
       await bus.close();
       await store.close();
     },

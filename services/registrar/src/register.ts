@@ -80,21 +80,35 @@ async function checkAppSignature(store: MetadataStore, app: string, inputs: read
  * set against the signature, rewrites an int8 copy when it can, generates the variants, writes
  * everything to the repository and Redis, announces the model, and queues its profiling jobs.
  */
-export async function registerModel(bus: Bus, store: MetadataStore, request: RegisterRequest, nowMs: number, options: RegistrarOptions): Promise<Registered> {
+export async function registerModel(bus: Bus, metadata: MetadataStore, request: RegisterRequest, nowMs: number, options: RegistrarOptions): Promise<Registered> {
   const name = checkName("model", request.model);
   const app = checkName("app", request.app);
+  /** Objects this registration wrote: deleted again if it fails, so that no half-registered model is left. */
+  const written: string[] = [];
+  const store = async (object: string, bytes: Uint8Array): Promise<void> => {
+    written.push(object);
+    try {
+      await bus.models.putBlob({ name: object }, bytes);
+    } catch (err) {
+      throw new ServeError(ErrorCode.unavailable, `the model repository (NATS object store) could not store ${object} (${bytes.length} bytes): ${(err as Error).message}`);
+    }
+  };
   try {
-    const bytes = await bus.models.getBlob(request.upload);
+    const fetchUpload = (object: string): Promise<Uint8Array | null> =>
+      bus.models.getBlob(object).catch((err: Error) => {
+        throw new ServeError(ErrorCode.unavailable, `the model repository (NATS object store) could not read the upload ${object}: ${err.message}`);
+      });
+    const bytes = await fetchUpload(request.upload);
     if (!bytes) throw new ServeError(ErrorCode.badRequest, `no upload named ${request.upload} in the model repository`);
     if (bytes.length === 0) throw new ServeError(ErrorCode.invalidModel, "the uploaded model is empty");
     if (bytes.length > MAX_MODEL_BYTES) throw new ServeError(ErrorCode.payloadTooLarge, `the model is ${bytes.length} bytes; the limit is ${MAX_MODEL_BYTES}`);
-    if (await store.getModel(name)) throw new ServeError(ErrorCode.modelExists, `a model named '${name}' is already registered`);
+    if (await metadata.getModel(name)) throw new ServeError(ErrorCode.modelExists, `a model named '${name}' is already registered`);
     const signature = await inspectModel(bytes);
-    await checkAppSignature(store, app, signature.inputs);
+    await checkAppSignature(metadata, app, signature.inputs);
 
     let validation: { bytes: Uint8Array; count: number; shapes: Record<string, number[]> } | undefined;
     if (request.validationUpload) {
-      const vbytes = await bus.models.getBlob(request.validationUpload);
+      const vbytes = await fetchUpload(request.validationUpload);
       if (!vbytes) throw new ServeError(ErrorCode.badRequest, `no upload named ${request.validationUpload} in the model repository`);
       const checked = checkValidationSet(vbytes, signature.inputs);
       const labels = decodeTensors(vbytes).tensors.find((t) => t.name === "labels");
@@ -104,7 +118,7 @@ export async function registerModel(bus: Bus, store: MetadataStore, request: Reg
     const profileShape = resolveProfileShape(signature.inputs, validation?.shapes ?? request.profileShape ?? {});
 
     const object = `model/${name}.onnx`;
-    await bus.models.putBlob({ name: object }, bytes);
+    await store(object, bytes);
     let int8Object: string | undefined;
     const int8 = options.quantize ? await options.quantize(bytes).catch((err: Error) => {
       options.log.info({ model: name, reason: err.message }, "no int8 variant");
@@ -118,11 +132,11 @@ export async function registerModel(bus: Bus, store: MetadataStore, request: Reg
       });
       if (s && JSON.stringify(s) === JSON.stringify(signature)) {
         int8Object = `model/${name}.int8.onnx`;
-        await bus.models.putBlob({ name: int8Object }, int8);
+        await store(int8Object, int8);
       }
     }
     const validationObject = validation ? `validation/${name}.bin` : null;
-    if (validation && validationObject) await bus.models.putBlob({ name: validationObject }, validation.bytes);
+    if (validation && validationObject) await store(validationObject, validation.bytes);
 
     const model: ModelRecord = {
       name,
@@ -142,10 +156,25 @@ export async function registerModel(bus: Bus, store: MetadataStore, request: Reg
     };
     const batchable = [...model.inputs, ...model.outputs].every((s) => s.shape.length > 0 && s.shape[0] === -1);
     const variants: VariantRecord[] = generateVariants({ model: name, app, batchable, objects: { fp32: object, int8: int8Object } }, { hardware: options.hardware, ...(options.batchSizes ? { batchSizes: options.batchSizes } : {}), ...(options.cpuThreads ? { cpuThreads: options.cpuThreads } : {}) });
-    if (!(await store.createModel(model, variants))) {
+    let created: boolean;
+    try {
+      created = await metadata.createModel(model, variants);
+    } catch (err) {
+      throw new ServeError(ErrorCode.unavailable, `the metadata store (Redis) could not record model '${name}': ${(err as Error).message}`);
+    }
+    if (!created) {
+      // Another registration of the name won the race: its objects are the same names; keep them.
+      written.length = 0;
       throw new ServeError(ErrorCode.modelExists, `a model named '${name}' is already registered`);
     }
-    await bus.js.publish(subjects.modelRegistered(name), JSON.stringify({ model, variants }));
+    try {
+      await bus.js.publish(subjects.modelRegistered(name), JSON.stringify({ model, variants }));
+    } catch (err) {
+      // Nobody heard of it: take the record back, so that the model is registered fully or not at all.
+      await metadata.deleteModel(name).catch((e: unknown) => options.log.error({ err: e, model: name }, "could not take back the record of a model whose announcement failed"));
+      throw new ServeError(ErrorCode.unavailable, `model '${name}' could not be announced on the bus: ${(err as Error).message}`);
+    }
+    written.length = 0; // registered: the objects are the model's now
     let profileJobs = 0;
     if (options.profile) {
       for (const group of profileGroups(variants)) {
@@ -156,6 +185,9 @@ export async function registerModel(bus: Bus, store: MetadataStore, request: Reg
     }
     return { model, variants, profileJobs };
   } finally {
+    for (const object of written.reverse()) {
+      await bus.models.delete(object).catch((err: unknown) => options.log.warn({ err, object }, "could not delete an object of a failed registration"));
+    }
     // The uploads are scratch copies: a failed delete leaves garbage in the bucket, not a wrong model.
     const leftover = (object: string) => (err: unknown): void => options.log.warn({ err, object }, "could not delete an uploaded object");
     await bus.models.delete(request.upload).catch(leftover(request.upload));

@@ -1,4 +1,4 @@
-import client from "prom-client";
+import { client, createRegistry } from "@sloserve/metrics";
 import type { CostSummary } from "@sloserve/contracts";
 import type { MachineDecision } from "@sloserve/policy";
 import { instanceCost, type WorkerInstance } from "@sloserve/providers";
@@ -50,7 +50,6 @@ export function costSummary(instances: readonly WorkerInstance[], workers: Reado
 
 /** The service's Prometheus metrics (its own registry, served on METRICS_PORT). */
 export class VmMetrics {
-  readonly registry = new client.Registry();
   private readonly costTotal: client.Counter<"provider" | "market">;
   private readonly costPerHour: client.Gauge<"provider" | "market">;
   private readonly workers: client.Gauge<"kind" | "state">;
@@ -60,8 +59,7 @@ export class VmMetrics {
   private readonly counted = new Map<string, number>();
   private readonly workerLabels = new Set<string>();
 
-  constructor() {
-    client.collectDefaultMetrics({ register: this.registry });
+  constructor(readonly registry: client.Registry = createRegistry()) {
     const registers = [this.registry];
     this.costTotal = new client.Counter({ name: "sloserve_cost_dollars_total", help: "Dollars the instances launched by the VM autoscaler have cost (per second from launch, 60 s minimum)", labelNames: ["provider", "market"], registers });
     this.costPerHour = new client.Gauge({ name: "sloserve_cost_dollars_per_hour", help: "What the running instances cost per hour", labelNames: ["provider", "market"], registers });

@@ -1,5 +1,4 @@
 import { createWriteStream } from "node:fs";
-import { createServer, type Server } from "node:http";
 import { availableParallelism } from "node:os";
 import { z } from "zod";
 import { EC2Client } from "@aws-sdk/client-ec2";
@@ -7,9 +6,10 @@ import { commonEnvSchema, compileOptions, hardwareSchema, type Hardware } from "
 import { connectBus, runEvery, runService, systemClock, type Bus, type Logger } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { INSTANCE_PRICES, pricePerSecond, type MachineKind, type MachinePlanConfig } from "@sloserve/policy";
-import { Ec2WorkerProvider, LocalWorkerProvider, NomadWorkerProvider, natsSpotNotices, type WorkerProvider } from "@sloserve/providers";
+import { Ec2WorkerProvider, LocalWorkerProvider, NOMAD_EXECUTORS_JOB, NomadWorkerProvider, natsSpotNotices, nomadExecutorGroup, type WorkerProvider } from "@sloserve/providers";
 import { VmAutoscalerController } from "./controller.js";
 import { VmMetrics } from "./costs.js";
+import { startServiceMetrics } from "@sloserve/metrics";
 
 /**
  * vm-autoscaler: every 2 s, the machine plan (libs/policy machine-plan.ts): INFaaS's VM rules (add on
@@ -79,9 +79,6 @@ const envSchema = commonEnvSchema.extend({
     }),
   /** Share of a worker's capacity the predictive plan fills. @default 0.8 */
   TARGET_UTILIZATION: z.coerce.number().gt(0).max(1).default(0.8),
-  /** Prometheus metrics on this port (0: off). @default 0 */
-  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
-  METRICS_HOST: z.string().default("0.0.0.0"),
   /** Period of the cost summary on `metrics.cost`. @default 10000 */
   COST_EVERY_MS: z.coerce.number().int().positive().default(10_000),
   /** local: where the launched executors' output goes (appended). @default this process's stdout */
@@ -98,7 +95,7 @@ const envSchema = commonEnvSchema.extend({
   NOMAD_TOKEN: z.string().optional(),
   NOMAD_NAMESPACE: z.string().optional(),
   NOMAD_REGION: z.string().optional(),
-  NOMAD_JOB: z.string().default("sloserve-executors"),
+  NOMAD_JOB: z.string().default(NOMAD_EXECUTORS_JOB),
 });
 type Options = z.infer<typeof envSchema>;
 
@@ -139,7 +136,7 @@ function buildProvider(o: Options, bus: Bus, log: Logger, kindEnv: Partial<Recor
       return new Ec2WorkerProvider({ client: new EC2Client({}), launchTemplate, cluster: o.EC2_CLUSTER, image: o.EC2_IMAGE, natsUrl: o.NATS_URL, redisUrl: o.REDIS_URL, logLevel: o.LOG_LEVEL, kindEnv, spotNotices: natsSpotNotices(bus, log), clock, log });
     }
     case "nomad": {
-      const groups = Object.fromEntries(o.LAUNCH_KINDS.map((k) => [k, { job: o.NOMAD_JOB, group: `executor-${k}`, instanceType: types[k], market: o.SPOT_KINDS.includes(k) ? ("spot" as const) : ("on-demand" as const) }]));
+      const groups = Object.fromEntries(o.LAUNCH_KINDS.map((k) => [k, { job: o.NOMAD_JOB, group: nomadExecutorGroup(k), instanceType: types[k], market: o.SPOT_KINDS.includes(k) ? ("spot" as const) : ("on-demand" as const) }]));
       return new NomadWorkerProvider({
         address: o.NOMAD_ADDR,
         ...(o.NOMAD_TOKEN ? { token: o.NOMAD_TOKEN } : {}),
@@ -165,6 +162,9 @@ await runService("vm-autoscaler", process.env, async (log) => {
     const env: Record<string, string> = {};
     if (o.WORKER_THREADS) env.WORKER_THREADS = String(o.WORKER_THREADS);
     if (o.WORKER_MEMORY_MB) env.WORKER_MEMORY_MB = String(o.WORKER_MEMORY_MB);
+    // Local workers share this host and inherit this environment: they would all ask for our METRICS_PORT.
+    // Their figures reach Prometheus through the model autoscaler's sloserve_cluster_* (their reports).
+    if (o.PROVIDER === "local") env.METRICS_PORT = "0";
     kindEnv[k] = env;
     const spot = o.SPOT_KINDS.includes(k);
     const memoryBytes = o.WORKER_MEMORY_MB ? o.WORKER_MEMORY_MB * 1048576 : Infinity;
@@ -189,48 +189,25 @@ await runService("vm-autoscaler", process.env, async (log) => {
     targetUtilization: o.TARGET_UTILIZATION,
   };
 
-  const bus = await connectBus({ servers: o.NATS_URL, name: "vm-autoscaler", log });
+  const bus = await connectBus({ servers: o.NATS_URL, name: "vm-autoscaler", log, replicas: o.JS_REPLICAS });
   const store = MetadataStore.connect(o.REDIS_URL);
   const catalog = new Catalog(store);
   const provider = buildProvider(o, bus, log, kindEnv, types);
-  const metrics = new VmMetrics();
+  const served = await startServiceMetrics(o, log);
+  const metrics = new VmMetrics(served.registry);
   const controller = new VmAutoscalerController(bus, store, catalog, provider, log, clock, { kinds: machineKinds, plan, launchEnv: kindEnv, metrics });
   await controller.start();
   await catalog.load();
-
-  let server: Server | undefined;
-  let metricsPort = 0;
-  if (o.METRICS_PORT > 0) {
-    server = createServer((req, res) => {
-      if (req.method !== "GET" || (req.url ?? "").split("?")[0] !== "/metrics") {
-        res.writeHead(404, { "content-type": "text/plain" }).end("GET /metrics\n");
-        return;
-      }
-      metrics.registry
-        .metrics()
-        .then((text) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(text))
-        .catch((err: unknown) => {
-          log.error({ err }, "rendering the metrics failed");
-          res.writeHead(500).end();
-        });
-    });
-    await new Promise<void>((resolve, reject) => {
-      server?.once("error", reject);
-      server?.listen(o.METRICS_PORT, o.METRICS_HOST, () => resolve());
-    });
-    const address = server.address();
-    metricsPort = typeof address === "object" && address ? address.port : o.METRICS_PORT;
-  }
 
   const timer = runEvery(o.TICK_MS, () => controller.tick(), log, "VM autoscaler tick");
   const costTimer = setInterval(() => void controller.publishCosts().catch((err: unknown) => log.warn({ err }, "publishing the cost summary failed")), o.COST_EVERY_MS);
 
   return {
-    info: { provider: provider.name, kinds: o.LAUNCH_KINDS, metricsPort, bootMs, minWorkers: o.MIN_WORKERS, maxWorkers: o.MAX_WORKERS },
+    info: { provider: provider.name, kinds: o.LAUNCH_KINDS, metricsPort: served.port, bootMs, minWorkers: o.MIN_WORKERS, maxWorkers: o.MAX_WORKERS },
     async stop() {
       clearInterval(timer);
       clearInterval(costTimer);
-      server?.close();
+      await served.close();
       await controller.stop();
       // The local provider terminates the executors it started (each drains); EC2 and Nomad keep theirs.
       await provider.close().catch((err: unknown) => log.error({ err, provider: provider.name }, "closing the provider failed"));

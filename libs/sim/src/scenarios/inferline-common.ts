@@ -14,7 +14,10 @@
  * a GPU"); the rest are our assumptions, stated in the scenario notes:
  * - preprocess: CPU only, 3 ms per query, no batching gain;
  * - ResNet152: K80 T(b) = 40 + 18.5·(b − 1) ms (T(32) = 614 ms → 52 QPS); CPU 1.67 s per query;
- * - language id: CPU 2 + 0.8·(b − 1) ms; K80 4 + 0.06·(b − 1) ms;
+ * - language id: K80 2 + 0.05·(b − 1) ms, CPU 4 + 1.0·(b − 1) ms: the K80 is its fastest hardware at
+ *   batch 1, so Algorithm 1 starts it there, and a CPU (a fifth of the price) serves it within the SLO,
+ *   so DowngradeHW moves it to CPUs (InferLine §4.3: the planner "downgrading the hardware of a language
+ *   identification model from a GPU to a CPU" at a 150 ms SLO);
  * - translation (NMT): K80 30 + 4·(b − 1) ms; CPU 250 ms per query;
  * - detection: K80 25 + 6·(b − 1) ms; vehicle id: K80 15 + 2·(b − 1), CPU 120 ms; person id: K80
  *   20 + 3·(b − 1), CPU 150 ms; plate reader: K80 10 + 1.5·(b − 1), CPU 40 ms.
@@ -49,7 +52,7 @@ function linear(hardware: string, pricePerHour: number, t1: number, slope: numbe
 export const INFERLINE_PROFILES: ProfileSet = {
   preprocess: [linear("cpu", CPU_PER_HOUR, 3, 3, [1, 2, 4, 8])],
   resnet152: [linear("k80", K80_PER_HOUR, 40, 18.5), linear("cpu", CPU_PER_HOUR, 1667, 1667, [1])],
-  langid: [linear("cpu", CPU_PER_HOUR, 2, 0.8), linear("k80", K80_PER_HOUR, 4, 0.06)],
+  langid: [linear("k80", K80_PER_HOUR, 2, 0.05), linear("cpu", CPU_PER_HOUR, 4, 1)],
   nmt: [linear("k80", K80_PER_HOUR, 30, 4), linear("cpu", CPU_PER_HOUR, 250, 250, [1])],
   detect: [linear("k80", K80_PER_HOUR, 25, 6)],
   vehicle: [linear("k80", K80_PER_HOUR, 15, 2), linear("cpu", CPU_PER_HOUR, 120, 120, [1])],

@@ -10,7 +10,7 @@
  */
 import { createRng, maxRatePerUnit, sampleExponential, samplePoisson, type Rng } from "@sloserve/policy";
 import type { Scenario } from "../scenario.js";
-import { runMarkScenario } from "./mark-twitter.js";
+import { MARK_RUN_S, runMarkScenario } from "./mark-twitter.js";
 
 export interface MmppState {
   rate: number;
@@ -45,7 +45,7 @@ export const markMmpp: Scenario = {
   description: "MArk (on-demand, spot) vs a SageMaker-style baseline on a bursty MMPP load (Inception-v3, 600 ms SLO)",
   run(options) {
     const peak = options.peakQps ?? 120;
-    const seconds = Math.max(600, Math.round(options.durationS ?? 2 * 3600));
+    const seconds = Math.max(600, Math.round(options.durationS ?? MARK_RUN_S));
     const states: MmppState[] = [
       { rate: 0.25 * peak, meanSojournS: 20 * 60 },
       { rate: 0.5 * peak, meanSojournS: 10 * 60 },

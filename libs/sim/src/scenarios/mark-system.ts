@@ -169,6 +169,8 @@ interface Lane {
   completed: number;
   missed: number;
   queries: number;
+  /** The ready replicas as overflow capacity, at the queue's replicaVersion (see readyCapacity). */
+  capacity: { version: number; value: readonly OverflowCapacity[] };
 }
 
 /** Per-minute maximum 5 s rates of per-minute mean rates, realised with Poisson counts per second (seeded). */
@@ -219,7 +221,7 @@ export function runMark(input: MarkRunInput): MarkRunResult {
       queue: sim.addQueue({ name: model.name, shedLate: !sagemaker }),
       lambda: sim.addFunctionPool({ name: `lambda-${model.name}`, latencyMs: model.lambdaMs, coldStartMs: LAMBDA_COLD_START_MS, memoryGb: 3, keepAliveMs: 45 * 60_000 }),
       fleet: [], perSecond: [], forecastFor: new Map(), prov: initialProvisioningState, monitor: initialSloMonitorState,
-      tt: initialTargetTrackingState, completed: 0, missed: 0, queries: 0,
+      tt: initialTargetTrackingState, completed: 0, missed: 0, queries: 0, capacity: { version: -1, value: [] },
     };
   });
 
@@ -238,7 +240,11 @@ export function runMark(input: MarkRunInput): MarkRunResult {
     if (!standby && m === "spot") scheduleInterruption(lane, f);
     return f;
   };
-  const alive = (lane: Lane): Fleet[] => lane.fleet.filter((f) => f.machine.billedToMs === null);
+  const alive = (lane: Lane): Fleet[] => {
+    // Terminated instances are read no more: dropped, so that each scan is as long as the fleet, not its history.
+    lane.fleet = lane.fleet.filter((f) => f.machine.billedToMs === null);
+    return [...lane.fleet];
+  };
 
   let toLambda = 0;
   sim.setRouter((q: Query, _from, cause) => {
@@ -251,7 +257,7 @@ export function runMark(input: MarkRunInput): MarkRunResult {
       while (lane.perSecond.length <= s) lane.perSecond.push(0);
       lane.perSecond[s]!++;
       if (sagemaker) return lane.queue;
-      const d = decideOverflow(overflowInputFor({ serving: readyCapacity(lane.queue), queueAhead: lane.queue.length, nowMs: q.arrivalMs, deadlineMs: q.arrivalMs + q.sloMs }));
+      const d = decideOverflow(overflowInputFor({ serving: readyCapacity(lane), queueAhead: lane.queue.length, nowMs: q.arrivalMs, deadlineMs: q.arrivalMs + q.sloMs }));
       if (d.action === "local") return lane.queue;
       toLambda++;
       return lane.lambda;
@@ -380,11 +386,17 @@ export function runMark(input: MarkRunInput): MarkRunResult {
   };
 }
 
-/** The ready replicas as overflow capacity (libs/policy `overflowInputFor`, as the live dispatcher maps its instances). */
-function readyCapacity(queue: Queue): OverflowCapacity[] {
+/**
+ * The ready replicas as overflow capacity (libs/policy `overflowInputFor`, as the live dispatcher maps
+ * its instances). Asked per query: rebuilt only when a replica of the queue was added or changed state.
+ */
+function readyCapacity(lane: Lane): readonly OverflowCapacity[] {
+  const queue = lane.queue;
+  if (lane.capacity.version === queue.replicaVersion) return lane.capacity.value;
   const out: OverflowCapacity[] = [];
   for (const r of queue.replicas) {
     if (r.state === "ready") out.push({ instances: 1, peakQpsPerInstance: r.peakQps(), wbatchMs: r.waitMs, batchLatencyMs: r.latencyMs(r.maxBatch) });
   }
+  lane.capacity = { version: queue.replicaVersion, value: out };
   return out;
 }

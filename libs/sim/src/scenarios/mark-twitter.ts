@@ -4,7 +4,8 @@
  *
  * Load: the trace in `options.trace` — by default the bundled Twitter 2021-08 trace
  * (libs/sim/data/twitter_2021-08_per_minute.csv, which the CLI reads; `--trace FILE` replaces it):
- * per-minute mean rates with gap minutes filled by the previous minute, mapped linearly so that the
+ * per-minute mean rates with gap minutes (missing data) left out of the scaling and filled by linear
+ * interpolation between the full minutes around them, mapped linearly so that the observed
  * 1st percentile becomes peak/4 and the 99th percentile the peak ("peak ≈ 4× valley", MArk §5.1;
  * spikes above the 99th percentile go past the peak) ({@link scaleTwitterTrace}); within each minute,
  * arrivals are a seeded Poisson process at the minute's scaled rate (workload.ts `traceArrivals`).
@@ -23,6 +24,8 @@ import { historyFromRates, inceptionV3, runMark, type MarkSystem } from "./mark-
 const DAY = 1440;
 const HISTORY_DAYS = 3;
 const START_MINUTE = 6 * 60;
+/** Default length of a MArk scenario's measured window: 8 h (MArk §5.2 runs each experiment for more than 8 hours). */
+export const MARK_RUN_S = 8 * 3600;
 
 /** Deterministic Twitter-like per-minute rates (queries per second) for `days` days. */
 export function twitterLikeMinutes(days: number, peakQps: number, seed: number): number[] {
@@ -52,20 +55,44 @@ export function twitterLikeMinutes(days: number, peakQps: number, seed: number):
 }
 
 /**
- * Per-minute mean rates of a trace → the scenario's per-minute rates: gap minutes (zero, or below 5%
- * of the median: the partial minutes at the edge of the Twitter trace's daily gap) take the previous
- * minute's rate; then mapped linearly p1 → peak/4, p99 → peak, with a floor at peak/8.
+ * Per-minute mean rates of a trace → the scenario's per-minute rates. Missing data is treated as
+ * missing, not as load: a gap minute (zero, or below 5% of the median, trace.ts `gapThreshold`: the
+ * partial minutes at the edge of the Twitter trace's daily 28-minute gap hold 1-12 tweets) takes no
+ * part in the scaling's percentiles, and is replayed at the rate interpolated linearly between the last
+ * full minute before the gap and the first full minute after it (the nearest full minute at either
+ * end of the trace). The observed minutes are then mapped linearly p1 → peak/4, p99 → peak, with a
+ * floor at peak/8.
  */
 export function scaleTwitterTrace(perMinuteQps: readonly number[], peakQps: number): number[] {
-  const gapBelow = gapThreshold(perMinuteQps);
-  const minutes = [...perMinuteQps];
-  for (let i = 0; i < minutes.length; i++) if (!(minutes[i]! > gapBelow)) minutes[i] = i > 0 ? minutes[i - 1]! : 0;
-  const sorted = minutes.filter((x) => x > 0).sort((a, b) => a - b);
+  const minutes = fillGaps(perMinuteQps, gapThreshold(perMinuteQps));
+  const sorted = perMinuteQps.filter((_, i) => minutes.observed[i]).sort((a, b) => a - b);
   // Index ⌊q·(n − 1)⌋ (the "lower" convention), not nearest rank: the scenario is defined with it.
   const p1 = sorted.length > 0 ? lowerQuantileSorted(sorted, 0.01) : 0;
   const p99 = sorted.length > 0 ? lowerQuantileSorted(sorted, 0.99) : 1;
   const a = (peakQps - peakQps / 4) / Math.max(1e-9, p99 - p1);
-  return minutes.map((x) => Math.max(peakQps / 8, peakQps / 4 + a * (x - p1)));
+  return minutes.values.map((x) => Math.max(peakQps / 8, peakQps / 4 + a * (x - p1)));
+}
+
+/**
+ * Gap minutes (at or below `gapBelow`) replaced by linear interpolation between the full minutes on
+ * either side (the nearest one at an end of the series; all zeros without any full minute).
+ */
+export function fillGaps(values: readonly number[], gapBelow: number): { values: number[]; observed: boolean[] } {
+  const observed = values.map((x) => x > gapBelow);
+  const out = [...values];
+  let prev = -1;
+  for (let i = 0; i <= values.length; i++) {
+    if (i < values.length && !observed[i]) continue;
+    // Minutes prev+1 .. i−1 are a gap between full minutes prev and i (either may be off the end).
+    const left = prev >= 0 ? values[prev]! : undefined;
+    const right = i < values.length ? values[i]! : undefined;
+    for (let j = prev + 1; j < i; j++) {
+      if (left !== undefined && right !== undefined) out[j] = left + ((right - left) * (j - prev)) / (i - prev);
+      else out[j] = left ?? right ?? 0;
+    }
+    prev = i;
+  }
+  return { values: out, observed };
 }
 
 export interface MarkWorkload {
@@ -86,7 +113,7 @@ export function twitterWorkload(options: ScenarioOptions, peakQps: number, minut
   const traceMinutes = options.trace ? minuteRates(options.trace) : [];
   if (traceMinutes.length >= need) {
     perMinute = scaleTwitterTrace(traceMinutes, peakQps);
-    source = `trace ${options.tracePath ?? "(given)"} (per-minute rates, gaps filled) scaled p1 → ${peakQps / 4} qps, p99 → ${peakQps} qps, ` +
+    source = `trace ${options.tracePath ?? "(given)"} (per-minute rates; gap minutes are missing data, interpolated between the full minutes around them) scaled p1 → ${peakQps / 4} qps, p99 → ${peakQps} qps, ` +
       "Poisson arrivals within each minute at its scaled rate";
   } else {
     perMinute = twitterLikeMinutes(HISTORY_DAYS + 1 + Math.ceil((START_MINUTE + minutes) / DAY), peakQps, options.seed);
@@ -120,7 +147,7 @@ export const markTwitter: Scenario = {
   description: "MArk (on-demand, spot) vs a SageMaker-style target-tracking baseline on the Twitter trace (Inception-v3, 600 ms SLO)",
   run(options) {
     const peakQps = options.peakQps ?? 120;
-    const minutes = Math.max(10, Math.round((options.durationS ?? 3 * 3600) / 60));
+    const minutes = Math.max(10, Math.round((options.durationS ?? MARK_RUN_S) / 60));
     const load = twitterWorkload(options, peakQps, minutes);
     return runMarkScenario("mark-twitter", load, options.seed, DAY,
       "MArk Table 5 (Twitter trace, > 8 h per run): Inception-v3 $22.28 on-demand (EC2 20.94 + Lambda 1.34), $13.03 spot (9.83 + 3.2), " +

@@ -33,7 +33,7 @@
  */
 import {
   DEFAULT_VARIANT_STATE_CONFIG,
-  SelectionIndex,
+  SelectionIndex, type InactiveRule,
   initialVariantState,
   emptyModelActionsState,
   nextState,
@@ -75,6 +75,8 @@ export type InfaasMode = "infaas" | "horizontal" | "static";
 
 export interface InfaasSystemOptions {
   mode: InfaasMode;
+  /** How selection's step 2 admits Inactive variants (libs/policy selection.ts). @default DEFAULT_INACTIVE_RULE */
+  inactiveRule?: InactiveRule;
   /** Variants the system may use (baselines: the one they are configured with). */
   variants: readonly VariantProfile[];
   /** Machines present from t = 0 (booted). */
@@ -158,7 +160,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     queues.set(v.name, sim.addQueue({ name: v.name, maxBatch: v.batchSize, waitMs: opts.waitMs ?? 0, shedLate: opts.shedLate ?? true }));
     states.set(v.name, initialVariantState(0));
   }
-  const index = new SelectionIndex(opts.variants);
+  const index = new SelectionIndex(opts.variants, opts.inactiveRule ? { inactiveRule: opts.inactiveRule } : {});
   const machines: Machine[] = opts.workers.map((w) => sim.launchMachine({ ...w, bootMs: 0 }));
   const unmanaged = new Set<Machine>(opts.unmanagedWorkers ? machines : []);
   const templates: Record<string, MachineOptions> = { ...(opts.templates ?? {}) };
@@ -268,6 +270,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     const record = { maxBatch: v.batchSize, batchWaitMs: opts.waitMs ?? 0, profile: { peakQps: v.peakQps, latencyMs: v.latencyMs as Readonly<Record<string, number>>, loadLatencyMs: v.loadLatencyMs } };
     return observedOverflowCapacity(record, instances, observed) ?? overflowCapacity(v, instances);
   };
+  /** Per stream, the queue of the variant its last query was routed to. */
+  const queueByStream: Array<{ variant: VariantProfile; queue: Queue } | undefined> = [];
   sim.setRouter((q, from, cause) => {
     if (cause === "served") {
       if (from !== null && opts.sloMonitor && from !== opts.overflow?.pool) sample(q.app, sim.nowMs - q.arrivalMs > q.sloMs);
@@ -298,7 +302,11 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     // The live dispatcher's decision (libs/policy selectForApp), with this simulator's placement.
     const d = selectForApp(index, q.app, req, sim.nowMs, placeLoad);
     if (d.kind !== "route") return drop(d.reason);
-    const queue = queueOf(d.variant.name);
+    // The variant's queue: the stream's last one when selection chose the same variant (it mostly
+    // does: no map look-up per query), else by name.
+    let cache = queueByStream[q.stream];
+    if (cache === undefined || cache.variant !== d.variant) queueByStream[q.stream] = cache = { variant: d.variant, queue: queueOf(d.variant.name) };
+    const queue = cache.queue;
     if (opts.overflow && cause === "arrival") {
       // The live dispatcher's decision, from what serves the variant now (or what is loading).
       const ready = queue.replicas.filter((r) => r.state === "ready").length;
@@ -342,15 +350,19 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     // States → selection index.
     for (const [name, v] of profiles) {
       const q = queueOf(name);
-      const ready = q.replicas.filter((r) => r.state === "ready");
-      const loadingN = q.replicas.filter((r) => r.state === "loading").length;
+      let readyN = 0;
+      let loadingN = 0;
+      for (const r of q.replicas) {
+        if (r.state === "ready") readyN++;
+        else if (r.state === "loading") loadingN++;
+      }
       // The executor's observation, from the same figures (libs/policy observeWindow): arrivals over
       // the load window; batches and their observed and profiled times over the last second.
       const sec = Math.floor(nowMs / 1000) * 1000;
       const prev = states.get(name) ?? initialVariantState(nowMs);
       const obs = observeWindow(
         {
-          instances: ready.length,
+          instances: readyN,
           loading: loadingN,
           qps: q.rateQps(nowMs, stateCfg.loadWindowMs ?? DEFAULT_VARIANT_STATE_CONFIG.loadWindowMs),
           peakQpsPerInstance: v.peakQps,
@@ -363,11 +375,11 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       const step = nextState(prev, obs, nowMs, stateCfg);
       states.set(name, step.memory);
       if (step.changed) note("monitor", `${name}: ${prev.state} → ${step.memory.state}`, step.reason);
-      if (ready.length > 0) activeSeconds.set(name, (activeSeconds.get(name) ?? 0) + (opts.modelPeriodMs ?? 1000) / 1000);
+      if (readyN > 0) activeSeconds.set(name, (activeSeconds.get(name) ?? 0) + (opts.modelPeriodMs ?? 1000) / 1000);
       const workers = new Map<string, number>();
       const rate = obs.qps;
-      for (const r of q.replicas) if (r.machine && r.state !== "draining") workers.set(r.machine.name, (workers.get(r.machine.name) ?? 0) + (ready.length > 0 && r.state === "ready" ? rate / ready.length : 0));
-      index.setRuntime(name, { state: step.memory.state, instances: ready.length, qps: rate, workers: [...workers].map(([worker, qps]) => ({ worker, qps })) });
+      for (const r of q.replicas) if (r.machine && r.state !== "draining") workers.set(r.machine.name, (workers.get(r.machine.name) ?? 0) + (readyN > 0 && r.state === "ready" ? rate / readyN : 0));
+      index.setRuntime(name, { state: step.memory.state, instances: readyN, qps: rate, workers: [...workers].map(([worker, qps]) => ({ worker, qps })) });
     }
     index.setWorkers(live().map((m) => ({ worker: m.name, hardware: m.kind, utilization: utilization(m) })));
     if (opts.mode === "static") return;
@@ -472,6 +484,18 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   const lostVariants = new Map<Machine, string[]>();
   const vmTick = (nowMs: number): void => {
     measureUtilization(nowMs);
+    // Machines terminated for good (not lost: the plan remembers those) are read no more: forget
+    // them, so that each tick scans the fleet, not its history.
+    let kept = 0;
+    for (const m of machines) {
+      if (m.state !== "terminated" || m.failed) machines[kept++] = m;
+      else {
+        busyPrev.delete(m);
+        utilCache.delete(m);
+        lostVariants.delete(m);
+      }
+    }
+    machines.length = kept;
     for (const m of live()) lostVariants.set(m, [...new Set([...m.replicas].map((r) => r.label))]);
     if (opts.mode === "static") return;
     // Lost machines stop sending heartbeats at the moment they died (the plan remembers those it replaced).

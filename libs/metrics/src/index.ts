@@ -1,0 +1,3 @@
+export * from "./server.js";
+export * from "./families.js";
+export { default as client } from "prom-client";

@@ -1,0 +1,63 @@
+import { allocate, elementCount, type Tensor, type TensorSpec } from "@sloserve/contracts";
+
+/**
+ * Runs several queries through an engine that takes one set of inputs at a time (`run`): queries
+ * whose inputs share trailing dimensions (e.g. images of one size) are concatenated along dimension 0
+ * and run as one batch, whose outputs are split back by rows; a query alone in its group, or every
+ * query when the engine is not `batchable`, runs by itself. Returns each query's outputs, in order.
+ * onnxruntime (OnnxRunner) and a remote Open Inference Protocol server (executor-inferentia) share it.
+ */
+export async function runConcatenated(
+  queries: ReadonlyArray<readonly Tensor[]>,
+  inputs: readonly TensorSpec[],
+  batchable: boolean,
+  run: (feeds: readonly Tensor[]) => Promise<Tensor[]>,
+): Promise<Tensor[][]> {
+  if (queries.length === 1 || !batchable) {
+    const out: Tensor[][] = [];
+    for (const q of queries) out.push(await run(q));
+    return out;
+  }
+  const groups = new Map<string, number[]>();
+  queries.forEach((q, i) => {
+    const k = inputs.map((spec) => q.find((t) => t.name === spec.name)?.shape.slice(1).join("x") ?? "?").join("|");
+    const g = groups.get(k);
+    if (g) g.push(i);
+    else groups.set(k, [i]);
+  });
+  const results: Tensor[][] = new Array(queries.length);
+  for (const indices of groups.values()) {
+    if (indices.length === 1) {
+      const i = indices[0] as number;
+      results[i] = await run(queries[i] as Tensor[]);
+      continue;
+    }
+    const rows = indices.map((i) => (queries[i] as Tensor[])[0]?.shape[0] ?? 1);
+    const total = rows.reduce((a, b) => a + b, 0);
+    const feeds: Tensor[] = [];
+    for (const spec of inputs) {
+      const parts = indices.map((i) => (queries[i] as Tensor[]).find((t) => t.name === spec.name) as Tensor);
+      const first = parts[0] as Tensor;
+      const shape = [total, ...first.shape.slice(1)];
+      const data = allocate(spec.datatype, elementCount(shape));
+      let offset = 0;
+      for (const p of parts) {
+        (data as Float32Array).set(p.data as Float32Array, offset);
+        offset += p.data.length;
+      }
+      feeds.push({ name: spec.name, datatype: spec.datatype, data, shape });
+    }
+    const out = await run(feeds);
+    let row = 0;
+    indices.forEach((qi, k) => {
+      const n = rows[k] as number;
+      results[qi] = out.map((t) => {
+        const rowSize = elementCount(t.shape.slice(1));
+        const data = (t.data as Float32Array).subarray(row * rowSize, (row + n) * rowSize);
+        return { name: t.name, datatype: t.datatype, shape: [n, ...t.shape.slice(1)], data } as Tensor;
+      });
+      row += n;
+    });
+  }
+  return results;
+}

@@ -1,0 +1,60 @@
+import { client } from "@sloserve/metrics";
+import type { ArrivalsReport, VariantRecord } from "@sloserve/contracts";
+
+/**
+ * The dispatcher's Prometheus metrics (docs/METRICS.md "dispatcher"): every query it routed, by app,
+ * model, variant and route (queue: the variant's JetStream queue; overflow: a function); every query
+ * it refused, by kind and error code; and, from its per-second arrival reports, the overflow's outcomes
+ * and dollars and the tightest latency SLO per model.
+ *
+ * On the query path: one increment of a child bound once per variant, no label set per query.
+ */
+export class DispatcherMetrics {
+  private readonly queries: client.Counter<"app" | "model" | "variant" | "route">;
+  private readonly refused: client.Counter<"kind" | "code">;
+  private readonly overflow: client.Counter<"app" | "outcome">;
+  private readonly overflowCost: client.Counter<"app">;
+  private readonly sloTarget: client.Gauge<"app" | "model">;
+  private readonly loads: client.Counter<"hardware">;
+  private readonly bound = new Map<string, { queue: client.Counter.Internal; overflow: client.Counter.Internal }>();
+
+  constructor(registry: client.Registry) {
+    const registers = [registry];
+    this.queries = new client.Counter({ name: "sloserve_dispatcher_queries_total", help: "Queries routed, by app, model, variant and route (queue: the variant's queue; overflow: a function)", labelNames: ["app", "model", "variant", "route"], registers });
+    this.refused = new client.Counter({ name: "sloserve_dispatcher_refused_total", help: "Queries refused by the dispatcher, by kind (app, model, variant) and error code", labelNames: ["kind", "code"], registers });
+    this.overflow = new client.Counter({ name: "sloserve_overflow_queries_total", help: "Queries sent to a function provider (serverless overflow), by app and outcome (served, failed)", labelNames: ["app", "outcome"], registers });
+    this.overflowCost = new client.Counter({ name: "sloserve_overflow_cost_dollars_total", help: "What the function invocations of overflowed queries cost", labelNames: ["app"], registers });
+    this.sloTarget = new client.Gauge({ name: "sloserve_slo_target_seconds", help: "The tightest latency SLO among the model's queries in the last report period", labelNames: ["app", "model"], registers });
+    this.loads = new client.Counter({ name: "sloserve_load_requests_total", help: "Variant loads the dispatcher asked a worker for (a query found no instance, or relief), by hardware", labelNames: ["hardware"], registers });
+  }
+
+  /** A query put on `variant`'s queue, or sent to a function. */
+  routed(variant: VariantRecord, route: "queue" | "overflow"): void {
+    let b = this.bound.get(variant.name);
+    if (!b) {
+      b = { queue: this.queries.labels(variant.app, variant.model, variant.name, "queue"), overflow: this.queries.labels(variant.app, variant.model, variant.name, "overflow") };
+      this.bound.set(variant.name, b);
+    }
+    b[route].inc();
+  }
+
+  /** A query refused with an error (the error path: a label set per call is fine). */
+  refusedQuery(kind: string, code: string): void {
+    this.refused.inc({ kind, code });
+  }
+
+  loadRequested(hardware: string): void {
+    this.loads.inc({ hardware });
+  }
+
+  /** One arrival report (each second, per app): overflow outcomes and dollars, SLO targets. */
+  report(r: ArrivalsReport): void {
+    if (r.overflowed) {
+      const failed = r.overflowFailed ?? 0;
+      this.overflow.inc({ app: r.app, outcome: "served" }, r.overflowed - failed);
+      this.overflow.inc({ app: r.app, outcome: "failed" }, failed);
+      this.overflowCost.inc({ app: r.app }, r.overflowCostDollars ?? 0);
+    }
+    for (const [model, m] of Object.entries(r.models)) if (m.minSloMs !== null) this.sloTarget.set({ app: r.app, model }, m.minSloMs / 1000);
+  }
+}

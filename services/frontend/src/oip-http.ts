@@ -1,0 +1,94 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
+import {
+  ErrorCode,
+  ServeError,
+  describeZodError,
+  headers,
+  oipResponseBody,
+  parseOipBinaryBody,
+  parseOipJson,
+  sloSchema,
+  wantsBinaryOutput,
+  type OipRequest,
+  type Slo,
+} from "@sloserve/contracts";
+import type { Logger } from "@sloserve/bus";
+import { modelMetadata, modelReady, serveOipQuery, type QueryDeps } from "./query.js";
+
+/**
+ * The Open Inference Protocol over HTTP (KServe v2 REST): model metadata and readiness (with and
+ * without `/versions/{v}`), inference in JSON or in the binary tensor extension
+ * (`Inference-Header-Content-Length`, input `binary_data_size`, output `binary_data`, request
+ * `binary_data_output`), requested outputs, the request id echoed, and model-less queries (an app's
+ * name as the model, its requirements as the request parameters `slo_latency_ms`, `min_accuracy`,
+ * `max_cost`; or `POST /v1/apps/{app}/infer` with `"slo"` in the body). The meaning lives in
+ * query.ts, shared with the gRPC service.
+ */
+
+type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
+
+/** The header that marks a binary-extension body and gives its JSON header's length, in requests and answers. */
+const HEADER_LENGTH = "inference-header-content-length";
+
+/** The request in either encoding; `json` is the parsed body when it came in JSON. */
+function requestOf(req: FastifyRequest): { request: OipRequest; json?: unknown } {
+  const body = req.body as Buffer | undefined;
+  const given = req.headers[HEADER_LENGTH];
+  if (given !== undefined) {
+    if (!body) throw new ServeError(ErrorCode.badRequest, `${HEADER_LENGTH} is ${String(given)} but the request has no body`);
+    return { request: parseOipBinaryBody(body, /^\s*\d+\s*$/.test(String(given)) ? Number(given) : NaN) };
+  }
+  if (!body || body.length === 0) throw new ServeError(ErrorCode.malformedJson, "the request body is empty: send an inference request in JSON, or in the binary tensor extension with Inference-Header-Content-Length");
+  let json: unknown;
+  try {
+    json = JSON.parse(body.toString("utf8"));
+  } catch (err) {
+    throw new ServeError(ErrorCode.malformedJson, `the request body is not valid JSON: ${(err as Error).message}`);
+  }
+  return { request: parseOipJson(json), json };
+}
+
+export function registerOipHttpRoutes(app: App, deps: QueryDeps, options: { maxBodyBytes: number }): void {
+  const { catalog } = deps;
+  type ModelParams = { Params: { model: string; version?: string } };
+
+  const metadata = async (req: FastifyRequest<ModelParams>) => modelMetadata(catalog, req.params.model, req.params.version);
+  app.get<ModelParams>("/v2/models/:model", metadata);
+  app.get<ModelParams>("/v2/models/:model/versions/:version", metadata);
+
+  const ready = async (req: FastifyRequest<ModelParams>, reply: FastifyReply) => {
+    const active = await modelReady(deps, req.params.model, req.params.version);
+    return reply.code(active ? 200 : 503).send({ name: req.params.model, ready: active });
+  };
+  app.get<ModelParams>("/v2/models/:model/ready", ready);
+  app.get<ModelParams>("/v2/models/:model/versions/:version/ready", ready);
+
+  const answer = async (req: FastifyRequest, reply: FastifyReply, model: string, version: string | undefined, read: () => { request: OipRequest; slo?: Slo | undefined }, appOnly = false) => {
+    const result = await serveOipQuery(deps, model, version, read, { requestId: req.id, appOnly });
+    const { body, headerLength } = oipResponseBody(result.header, result.outputs, (name) => wantsBinaryOutput(result.request, name));
+    reply.header(headers.requestId, req.id);
+    if (headerLength === undefined) return reply.type("application/json").send(body);
+    return reply.header(HEADER_LENGTH, headerLength).type("application/octet-stream").send(body);
+  };
+
+  // Inference bodies are read as bytes whatever their content type (JSON, application/octet-stream,
+  // or none, as some binary-extension clients send), then told apart by Inference-Header-Content-Length.
+  app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: options.maxBodyBytes }, (_req, body, done) => done(null, body));
+    scope.post<ModelParams>("/v2/models/:model/infer", (req, reply) => answer(req, reply, req.params.model, undefined, () => requestOf(req)));
+    scope.post<ModelParams>("/v2/models/:model/versions/:version/infer", (req, reply) => answer(req, reply, req.params.model, req.params.version, () => requestOf(req)));
+    // Model-less query (INFaaS) with the requirements in the JSON body: {"inputs": …, "slo": {"latency_ms", "min_accuracy"?, "max_cost"?}},
+    // or as the request parameters slo_latency_ms, min_accuracy, max_cost (as over /v2 and gRPC).
+    scope.post<{ Params: { app: string } }>("/v1/apps/:app/infer", (req, reply) =>
+      answer(req, reply, req.params.app, undefined, () => {
+        const { request, json } = requestOf(req);
+        const given = (json as { slo?: unknown } | null | undefined)?.slo;
+        if (given === undefined) return { request };
+        const slo = sloSchema.safeParse(given);
+        if (!slo.success) throw new ServeError(ErrorCode.badRequest, `a model-less query needs "slo": {"latency_ms", "min_accuracy"?, "max_cost"?}: ${describeZodError(slo.error)}`);
+        return { request, slo: slo.data };
+      }, true),
+    );
+  });
+}

@@ -1,0 +1,177 @@
+import {
+  ErrorCode,
+  ServeError,
+  checkName,
+  contentTypes,
+  decodeTensors,
+  describeZodError,
+  headers,
+  oipRequestToWire,
+  oipTimeoutMs,
+  sloSchema,
+  subjects,
+  type Clock,
+  type ModelRecord,
+  type OipRequest,
+  type Slo,
+  type Tensor,
+} from "@sloserve/contracts";
+import { errorFromReply, makeHeaders, type Bus } from "@sloserve/bus";
+import type { Catalog, MetadataStore } from "@sloserve/store";
+import type { ReplyMeta } from "./infer.js";
+
+/**
+ * The Open Inference Protocol's meaning, whatever carries it (HTTP JSON, the HTTP binary extension,
+ * gRPC): `model_name` resolved to a model or, model-less, to an app with its requirements; the
+ * request checked and sent on the bus; the answer or the error the caller gets. The HTTP routes
+ * (oip-http.ts) and the gRPC service (grpc.ts) only translate their encoding to and from this.
+ */
+
+export interface QueryDeps {
+  bus: Bus;
+  store: MetadataStore;
+  catalog: Catalog;
+  clock: Clock;
+  /** Time a query may take when the caller gives none, ms. */
+  defaultTimeoutMs: number;
+}
+
+/** The only version each model has: every model is served as version "1". */
+export const MODEL_VERSION = "1";
+
+/** What a `model_name` names: a registered model, or an app (a model-less query; its models share their inputs). */
+export type QueryTarget = { kind: "model"; name: string; model: ModelRecord } | { kind: "app"; name: string; models: readonly ModelRecord[] };
+
+/** Resolves `model_name` (and `model_version`, empty or "1") to a model or, failing that (or with `appOnly`), an app. */
+export async function resolveTarget(catalog: Catalog, name: string, version?: string, appOnly = false): Promise<QueryTarget> {
+  checkName(appOnly ? "app" : "model", name);
+  const model = appOnly ? undefined : await catalog.getModel(name);
+  let target: QueryTarget | undefined = model ? { kind: "model", name, model } : undefined;
+  if (!target) {
+    if (catalog.modelsOfApp(name).length === 0) await catalog.load();
+    const models = catalog.modelsOfApp(name);
+    if (models.length > 0) target = { kind: "app", name, models };
+  }
+  if (!target) throw appOnly ? new ServeError(ErrorCode.unknownApp, `no app named '${name}' (it has no models)`) : new ServeError(ErrorCode.unknownModel, `no model named '${name}' (nor an app)`);
+  if (version !== undefined && version !== "" && version !== MODEL_VERSION) {
+    throw new ServeError(ErrorCode.unknownModel, `${target.kind} '${name}' has no version '${version}'; its only version is "${MODEL_VERSION}"`);
+  }
+  return target;
+}
+
+/** A target's inputs and outputs (an app's: its first model's, in name order). */
+function signatureOf(target: QueryTarget): ModelRecord {
+  return target.kind === "model" ? target.model : (target.models[0] as ModelRecord);
+}
+
+/** Model metadata as the protocol reports it; for an app, its models' shared signature. */
+export async function modelMetadata(catalog: Catalog, name: string, version?: string): Promise<{ name: string; versions: string[]; platform: string; inputs: ModelRecord["inputs"]; outputs: ModelRecord["outputs"]; parameters: Record<string, unknown> }> {
+  const target = await resolveTarget(catalog, name, version);
+  const m = signatureOf(target);
+  const parameters: Record<string, unknown> = target.kind === "model"
+    ? { app: m.app, task: m.task, dataset: m.dataset, variants: (catalog.variantsByModel.get(m.name) ?? []).map((v) => v.name) }
+    : { app: target.name, models: target.models.map((x) => x.name), model_less: "send the request parameters slo_latency_ms, min_accuracy, max_cost" };
+  return { name: target.name, versions: [MODEL_VERSION], platform: target.kind === "model" ? m.platform : "sloserve-app", inputs: m.inputs, outputs: m.outputs, parameters };
+}
+
+/** Whether a model (an app: any of its models) has an instance loaded and active. */
+export async function modelReady(deps: Pick<QueryDeps, "catalog" | "store">, name: string, version?: string): Promise<boolean> {
+  const target = await resolveTarget(deps.catalog, name, version);
+  const names = new Set(target.kind === "model" ? [target.name] : target.models.map((m) => m.name));
+  return (await deps.store.listInstances()).some((i) => names.has(i.model) && i.state === "active");
+}
+
+/** Server readiness: NATS connected and Redis answering. */
+export async function serverReady(deps: Pick<QueryDeps, "bus" | "store">): Promise<{ ready: boolean; nats: boolean; redis: boolean }> {
+  const nats = !deps.bus.nc.isClosed();
+  const redis = await deps.store.ping();
+  return { ready: nats && redis, nats, redis };
+}
+
+export const serverMetadata = { name: "sloserve", version: "0.1.0", extensions: ["model_repository", "binary_tensor_data", "parameters"] };
+
+/**
+ * A model-less query's requirements from the request parameters `slo_latency_ms`, `min_accuracy`,
+ * `max_cost` (numbers; gRPC's int64 and double parameters alike).
+ */
+export function requirementsFromParameters(app: string, parameters: Record<string, unknown>): Slo {
+  const parsed = sloSchema.safeParse({ latency_ms: parameters["slo_latency_ms"], min_accuracy: parameters["min_accuracy"], max_cost: parameters["max_cost"] });
+  if (!parsed.success) {
+    throw new ServeError(ErrorCode.badRequest, `'${app}' is an app: a model-less query needs the request parameter slo_latency_ms (a positive number of ms) and optionally min_accuracy (0..1) and max_cost: ${describeZodError(parsed.error)}`);
+  }
+  return parsed.data;
+}
+
+/** The answer to a query: the reply's fields (model_name, id, served_by, timing_ms) and the outputs asked for. */
+export interface QueryAnswer {
+  header: ReplyMeta & Record<string, unknown>;
+  outputs: Tensor[];
+}
+
+/**
+ * Sends one query on the bus and returns the reply, or throws its error (a ServeError with the code
+ * the caller gets): a timeout is deadline_exceeded, no dispatcher is unavailable.
+ */
+export async function askBus(deps: Pick<QueryDeps, "bus" | "clock" | "defaultTimeoutMs">, subject: string, payload: Uint8Array, requestId: string, timeoutMs: number | undefined, extra: Record<string, string | number | undefined>): Promise<{ data: Uint8Array; contentType: string | undefined }> {
+  const now = deps.clock.now();
+  const timeout = Math.min(timeoutMs ?? deps.defaultTimeoutMs, 600_000);
+  let answer;
+  try {
+    answer = await deps.bus.nc.request(subject, payload, {
+      timeout,
+      headers: makeHeaders({ [headers.requestId]: requestId, [headers.contentType]: contentTypes.wire, [headers.deadline]: now + timeout, [headers.receivedAt]: now, ...extra }),
+    });
+  } catch (err) {
+    const e = err as Error;
+    if (/timeout/i.test(e.name) || /timeout/i.test(e.message)) throw new ServeError(ErrorCode.deadlineExceeded, `no answer within ${timeout} ms`);
+    if (/no ?responders/i.test(e.name + e.message)) throw new ServeError(ErrorCode.unavailable, "no dispatcher is running");
+    throw err;
+  }
+  const failure = errorFromReply(answer.headers, answer.data);
+  if (failure) throw failure;
+  return { data: answer.data, contentType: answer.headers?.get(headers.contentType) };
+}
+
+/**
+ * One Open Inference Protocol inference, whatever the transport: resolves `model_name` (a model, or
+ * with `appOnly` or failing that an app), then reads the request (`read`: after resolution, so that an
+ * unknown model is reported as such whatever the body), checks the requested outputs and the inputs
+ * against the signature, sends the query on the bus (`infer.model.<m>`, or `infer.app.<a>` with the
+ * x-slo-* headers: the requirements from `read`'s `slo` or else from the request parameters) and
+ * returns the answer's outputs, those asked for only, with the request. The deadline is the request
+ * parameter `timeout_ms`, else the transport's (`context.timeoutMs`), else the default. Errors are
+ * ServeErrors; each transport maps their code to its status.
+ */
+export async function serveOipQuery(
+  deps: QueryDeps,
+  modelName: string,
+  modelVersion: string | undefined,
+  read: () => { request: OipRequest; slo?: Slo | undefined },
+  context: { requestId: string; timeoutMs?: number | undefined; appOnly?: boolean },
+): Promise<QueryAnswer & { request: OipRequest }> {
+  const target = await resolveTarget(deps.catalog, modelName, modelVersion, context.appOnly === true);
+  const { request, slo: given } = read();
+  const signature = signatureOf(target);
+  const requested = request.outputs?.map((o) => o.name);
+  for (const name of requested ?? []) {
+    if (!signature.outputs.some((o) => o.name === name)) {
+      throw new ServeError(ErrorCode.badRequest, `${target.kind} '${target.name}' has no output named '${name}'; its outputs are: ${signature.outputs.map((o) => o.name).join(", ")}`);
+    }
+  }
+  const payload = oipRequestToWire(request, signature.inputs);
+  let subject: string;
+  let extra: Record<string, number | undefined> = {};
+  if (target.kind === "model") subject = subjects.inferModel(target.name);
+  else {
+    const slo = given ?? requirementsFromParameters(target.name, request.parameters);
+    subject = subjects.inferApp(target.name);
+    extra = { [headers.sloLatencyMs]: slo.latency_ms, [headers.sloMinAccuracy]: slo.min_accuracy, [headers.sloMaxCost]: slo.max_cost };
+  }
+  const reply = await askBus(deps, subject, payload, context.requestId, oipTimeoutMs(request.parameters) ?? context.timeoutMs, extra);
+  if (reply.contentType === contentTypes.json) throw new ServeError(ErrorCode.internal, `${subject} answered in JSON; the frontend asked for binary tensors`);
+  const { meta, tensors } = decodeTensors<ReplyMeta>(reply.data);
+  const { tensors: _t, ...header } = meta;
+  if (request.id !== undefined) header.id = request.id;
+  header.model_version ??= MODEL_VERSION;
+  return { header, outputs: requested ? tensors.filter((t) => requested.includes(t.name)) : tensors, request };
+}

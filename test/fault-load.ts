@@ -1,0 +1,100 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createRng } from "@sloserve/policy";
+import type { BundledModel } from "@sloserve/stack";
+import { Network, exportNetwork } from "@sloserve/zoo";
+
+/**
+ * Light query load for the fault tests (test/fault-*.test.ts): one query every `everyMs`, each with its
+ * own deadline (`parameters.timeout_ms`), each outcome kept. A query is answered (200), clearly failed
+ * (an HTTP error status with a JSON `{error, code}` body), or hung: no answer by its deadline plus
+ * `graceMs` (the client gives up then), or a connection error. The tests require sent = answered +
+ * clearly failed.
+ */
+
+export interface Outcome {
+  index: number;
+  sentAtMs: number;
+  doneAtMs: number;
+  status: number;
+  /** The error code and message of a clear failure, e.g. "deadline_exceeded". */
+  code?: string;
+  message?: string;
+  hung: boolean;
+}
+
+export interface Load {
+  outcomes: Outcome[];
+  /** Stops sending and waits for every query sent to end. */
+  stop(): Promise<Outcome[]>;
+}
+
+export function startLoad(url: string, body: (i: number) => unknown, options: { everyMs: number; timeoutMs: number; graceMs: number }): Load {
+  const outcomes: Outcome[] = [];
+  const pending: Array<Promise<void>> = [];
+  let index = 0;
+  const one = async (i: number): Promise<void> => {
+    const sentAtMs = Date.now();
+    let status = 0;
+    let code: string | undefined;
+    let message: string | undefined;
+    try {
+      const response = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ ...(body(i) as object), parameters: { timeout_ms: options.timeoutMs } }),
+        signal: AbortSignal.timeout(options.timeoutMs + options.graceMs),
+      });
+      const answer = (await response.json()) as { error?: unknown; code?: unknown };
+      status = response.status;
+      if (status !== 200 && typeof answer.error === "string" && typeof answer.code === "string") [code, message] = [answer.code, answer.error];
+    } catch {
+      status = 0;
+    }
+    const clear = status === 200 || (status >= 400 && code !== undefined);
+    outcomes.push({ index: i, sentAtMs, doneAtMs: Date.now(), status, ...(code ? { code, message } : {}), hung: !clear });
+  };
+  const timer = setInterval(() => pending.push(one(index++)), options.everyMs);
+  return {
+    outcomes,
+    async stop() {
+      clearInterval(timer);
+      await Promise.all(pending);
+      return outcomes.sort((a, b) => a.index - b.index);
+    },
+  };
+}
+
+/** Counts: sent, answered, failed clearly (by code), hung; answered among those sent in [fromMs, toMs). */
+export function summarize(outcomes: readonly Outcome[], window?: { fromMs: number; toMs: number }) {
+  const failed: Record<string, number> = {};
+  for (const o of outcomes) if (o.status !== 200 && !o.hung) failed[o.code ?? "?"] = (failed[o.code ?? "?"] ?? 0) + 1;
+  const inWindow = window ? outcomes.filter((o) => o.sentAtMs >= window.fromMs && o.sentAtMs < window.toMs) : [];
+  return {
+    sent: outcomes.length,
+    answered: outcomes.filter((o) => o.status === 200).length,
+    failedClearly: outcomes.filter((o) => o.status !== 200 && !o.hung).length,
+    failed,
+    hung: outcomes.filter((o) => o.hung).length,
+    longestMs: Math.max(0, ...outcomes.map((o) => o.doneAtMs - o.sentAtMs)),
+    sentInWindow: inWindow.length,
+    answeredInWindow: inWindow.filter((o) => o.status === 200).length,
+    /** The distinct failure messages, numbers taken out (a few of them). */
+    messages: [...new Set(outcomes.flatMap((o) => (o.message ? [o.message.replace(/\d+/g, "N")] : [])))].slice(0, 5),
+  };
+}
+
+/** A small classifier (784 → 32 → 10, random weights) to serve under faults: cheap, so the load stays light. */
+export function smallModel(dir: string, app: string, name: string, seed = 11): BundledModel {
+  const network = new Network([{ type: "flatten" }, { type: "dense", units: 32 }, { type: "relu" }, { type: "dense", units: 10 }], [1, 28, 28], createRng(seed));
+  const path = join(dir, `${name}.onnx`);
+  writeFileSync(path, exportNetwork(network, name));
+  return { app, name, task: "image-classification", dataset: "none", path };
+}
+
+/** The body of query `i` to a model made by smallModel. */
+export function smallQuery(i: number): unknown {
+  return { id: `q${i}`, inputs: [{ name: "input", datatype: "FP32", shape: [1, 1, 28, 28], data: Array.from({ length: 784 }, (_, k) => ((k * 7 + i * 13) % 29) / 29) }] };
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
