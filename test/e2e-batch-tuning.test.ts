@@ -93,8 +93,11 @@ async function load(variant: string): Promise<void> {
   await active;
 }
 
-/** n queries to the variant's queue, `gapMs` apart; resolves with the batch size each was served in. */
-async function drive(variant: string, n: number, gapMs: number): Promise<number[]> {
+/**
+ * n queries to the variant's queue, `gapMs` apart; resolves with the batch size each was served in and
+ * how long it waited behind running batches (queue) and for its batch to fill (batch_wait).
+ */
+async function drive(variant: string, n: number, gapMs: number): Promise<Array<{ size: number; queueMs: number; batchWaitMs: number }>> {
   const inbox = createInbox();
   const replies: Msg[] = [];
   const done = new Promise<void>((resolve) => {
@@ -117,7 +120,10 @@ async function drive(variant: string, n: number, gapMs: number): Promise<number[
   }
   await done;
   for (const r of replies) expect(r.headers?.get(headers.error) ?? "", new TextDecoder().decode(r.data)).toBe("");
-  return replies.map((r) => decodeTensors<{ served_by: { batch_size: number } }>(r.data).meta.served_by.batch_size);
+  return replies.map((r) => {
+    const meta = decodeTensors<{ served_by: { batch_size: number }; timing_ms: { queue: number; batch_wait: number } }>(r.data).meta;
+    return { size: meta.served_by.batch_size, queueMs: meta.timing_ms.queue, batchWaitMs: meta.timing_ms.batch_wait };
+  });
 }
 
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
@@ -154,10 +160,17 @@ describe("e2e batch tuning", () => {
     // Same queries, same spacing, on the same running instance (no reload): now they wait for company.
     await new Promise((r) => setTimeout(r, 300)); // the event reaches the worker process
     const after = await drive(variant.name, 16, gapMs);
-    const summary = `${variant.name}: T(1) ${t1} ms, Wbatch ${best!.batchWaitMs} ms, gap ${gapMs.toFixed(1)} ms; batch sizes with Wbatch 0 ${JSON.stringify(before)}, tuned ${JSON.stringify(after)}; ${profiles}`;
+    const show = (xs: typeof before): string => JSON.stringify(xs.map((x) => `${x.size}/${x.queueMs}/${x.batchWaitMs}`));
+    const summary = `${variant.name}: T(1) ${t1} ms, Wbatch ${best!.batchWaitMs} ms, gap ${gapMs.toFixed(1)} ms; batch size/queue ms/batch wait ms with Wbatch 0 ${show(before)}, tuned ${show(after)}; ${profiles}`;
     console.log(summary);
-    expect(Math.max(...after), summary).toBeGreaterThan(1);
-    expect(mean(after), summary).toBeGreaterThanOrEqual(1.5);
-    expect(mean(after), summary).toBeGreaterThan(mean(before));
+    // With Wbatch 0 a query that finds the executor idle runs at once, alone (queries that arrive while
+    // a batch runs are batched by the backlog, not by Wbatch: on this machine the first batch-1 run
+    // after a pause can take far longer than its profile); tuned, queries wait up to Wbatch for company.
+    const idleBefore = before.filter((x) => x.queueMs === 0);
+    expect(idleBefore.length, summary).toBeGreaterThan(0);
+    for (const x of idleBefore) expect(x.batchWaitMs, summary).toBeLessThanOrEqual(Math.max(5, best!.batchWaitMs / 4));
+    expect(Math.max(...after.map((x) => x.size)), summary).toBeGreaterThan(1);
+    expect(mean(after.map((x) => x.size)), summary).toBeGreaterThanOrEqual(1.5);
+    expect(mean(after.map((x) => x.batchWaitMs)), summary).toBeGreaterThan(mean(idleBefore.map((x) => x.batchWaitMs)));
   }, 120_000);
 });

@@ -153,6 +153,15 @@ describe("e2e model-less", () => {
         instances.push({ atMs: r.atMs, count });
       },
     });
+    // The low load starts on the heavy model's variant of least throughput, loaded by a variant query
+    // (model-less queries then find it Active, INFaaS Algorithm 1 step 1): which variant a model-less
+    // query would load first depends on profiles that tie at batch 1 (the same engine, another max
+    // batch), and a step past a large-batch variant's peak is more than two cores carry.
+    const smallest = (await listing("heavy")).models.flatMap((m) => m.variants).filter((v) => v.peak_qps !== null).sort((a, b) => a.peak_qps! - b.peak_qps!)[0]!;
+    const hw = natsHeaders();
+    hw.set(headers.contentType, contentTypes.wire);
+    const warm = await nc.request(subjects.inferVariant(smallest.name), payload, { timeout: 60_000, headers: hw });
+    expect(warm.headers?.get(headers.error) ?? "", new TextDecoder().decode(warm.data)).toBe("");
     await drive(5, 4);
     // The step: well past the profiled peak of the variant that served the low load (profiles are
     // measured on this machine, so the step saturates it on a fast machine as on a slow one), and at

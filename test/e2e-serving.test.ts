@@ -115,7 +115,7 @@ describe("e2e serving", () => {
     expect(metrics).toContain("sloserve_http_request_duration_seconds_bucket");
     const dashboard = await fetch(`${stack.httpUrl}/dashboard`);
     expect(dashboard.headers.get("content-type")).toMatch(/text\/html/);
-    expect(await dashboard.text()).toContain("/v1/status");
+    expect(await dashboard.text()).toContain("/v1/dashboard");
     const status = (await (await fetch(`${stack.httpUrl}/v1/status`)).json()) as { workers: Array<{ hardware: string; variants: Array<{ variant: string; state: string }> }> };
     expect(status.workers).toHaveLength(1);
     expect(status.workers[0]!.variants.some((v) => v.variant.startsWith("ocr-cls--") && v.state === "active")).toBe(true);
