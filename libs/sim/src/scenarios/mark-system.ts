@@ -36,7 +36,7 @@ import {
   builtinPredictor, createRng, decideOverflow, overflowInputFor, initialProvisioningState, initialSloMonitorState,
   initialTargetTrackingState, interpolateBatchLatency, maxRatePerUnit, observeRequests, planProvisioning,
   pricePerSecond, sampleExponential, samplePoisson, sloMonitorTick, targetTracking, tunedBatching,
-  type BatchTuning, type ForecastPlanState, type InstanceTypeSpec, type OverflowCapacity, type Predictor, type ProvisioningState, type SloMonitorOptions, type SloMonitorState,
+  type BatchTuning, type ForecastPlanState, type InstanceTypeSpec, type OverflowCapacity, type Predictor, type ProvisioningState, type SloMonitorState,
   type TargetTrackingState, DEFAULT_PREDICTOR,
 } from "@sloserve/policy";
 import { Simulator, drop, type Machine, type Query, type Queue, type SimResult } from "../engine.js";
@@ -120,8 +120,6 @@ export interface MarkRunInput {
   season: number;
   /** The forecaster's predictor (libs/policy predictors.ts, as the live forecaster's `FORECASTER`). @default auto */
   predictor?: Predictor;
-  /** The SLO monitor's settings (its threshold is 1 − SLmin). @default MArk's: SLmin 98% */
-  sloMonitor?: SloMonitorOptions;
 }
 
 export interface MarkRunResult {
@@ -361,10 +359,10 @@ export function runMark(input: MarkRunInput): MarkRunResult {
   if (!sagemaker) {
     sim.every(10_000, () => {
       for (const lane of lanes) {
-        lane.monitor = observeRequests(lane.monitor, lane.completed, lane.missed, input.sloMonitor);
+        lane.monitor = observeRequests(lane.monitor, lane.completed, lane.missed);
         lane.completed = 0;
         lane.missed = 0;
-        const d = sloMonitorTick(lane.monitor, input.sloMonitor);
+        const d = sloMonitorTick(lane.monitor);
         lane.monitor = d.state;
         if (d.launch === 0) continue;
         monitorLaunches++;
