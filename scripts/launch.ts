@@ -1,7 +1,7 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { startStack, prometheusFileSd, REPO_ROOT, ocrModels, ocrPipelineSpec, digitsModels, registerOverHttp, digitsCascadeSpec, registerPipelineOverHttp } from "@sloserve/stack";
+import { startStack, bearer, prometheusFileSd, REPO_ROOT, ocrModels, ocrPipelineSpec, digitsModels, registerOverHttp, digitsCascadeSpec, registerPipelineOverHttp } from "@sloserve/stack";
 import { probeExecutionProvider } from "@sloserve/runtime";
 
 /**
@@ -21,6 +21,8 @@ const { values } = parseArgs({
     "no-models": { type: "boolean", default: false },
     // An Inferentia host: the Neuron-backed OIP gRPC server (host:port) that executor-inferentia hands its batches to.
     "neuron-server": { type: "string", default: process.env.NEURON_SERVER },
+    // Access control (docs/SECURITY.md): API keys on HTTP and gRPC, NATS users; prints the keys.
+    auth: { type: "boolean", default: false },
   },
 });
 
@@ -31,7 +33,7 @@ say("starting nats-server, redis-server and the services...");
 const cpuWorkers = Number(values.workers);
 const maxWorkers = values["max-workers"] === undefined ? cpuWorkers + 2 : Number(values["max-workers"]);
 // Serverless overflow to the local function pool unless OVERFLOW says otherwise (off, lambda, lambda,local).
-const stack = await startStack({ dir, httpPort: Number(values.port), grpcPort: Number(values["grpc-port"]), cpuWorkers, maxWorkers, persistRedis: true, logLevel: process.env.LOG_LEVEL ?? "info", env: { OVERFLOW: process.env.OVERFLOW ?? "local" } });
+const stack = await startStack({ dir, httpPort: Number(values.port), grpcPort: Number(values["grpc-port"]), cpuWorkers, maxWorkers, persistRedis: true, auth: values.auth, logLevel: process.env.LOG_LEVEL ?? "info", env: { OVERFLOW: process.env.OVERFLOW ?? "local" } });
 let stopping = false;
 const stop = async (): Promise<void> => {
   if (stopping) return;
@@ -58,14 +60,14 @@ if (!values["no-models"]) {
     if (p.type === "start") say(`training ${p.model} (${p.index + 1}/${p.total}, cached after this run)...`);
   });
   for (const model of [...digits, ...ocrModels()]) {
-    const { status, body } = await registerOverHttp(stack.httpUrl, model);
+    const { status, body } = await registerOverHttp(stack.httpUrl, model, stack.adminKey);
     if (status === 201) say(`registered ${model.app}/${model.name} (${(body.variants as unknown[]).length} variants; profiling in the background)`);
     else say(`could not register ${model.name}: ${status} ${JSON.stringify(body)}`);
   }
-  const cascade = await registerPipelineOverHttp(stack.httpUrl, digitsCascadeSpec());
+  const cascade = await registerPipelineOverHttp(stack.httpUrl, digitsCascadeSpec(), stack.adminKey);
   if (cascade.status === 201) say("registered pipeline digits-cascade (POST /v1/pipelines/digits-cascade/infer)");
   else say(`could not register pipeline digits-cascade: ${cascade.status} ${JSON.stringify(cascade.body)}`);
-  const ocr = await registerPipelineOverHttp(stack.httpUrl, ocrPipelineSpec());
+  const ocr = await registerPipelineOverHttp(stack.httpUrl, ocrPipelineSpec(), stack.adminKey);
   if (ocr.status === 201) say("registered pipeline ocr (POST /v1/pipelines/ocr/infer with an image as the body, Content-Type image/png or image/jpeg)");
   else say(`could not register pipeline ocr: ${ocr.status} ${JSON.stringify(ocr.body)}`);
 }
@@ -73,4 +75,23 @@ const url = `http://localhost:${Number(values.port) || new URL(stack.httpUrl).po
 // Every service's Prometheus endpoint, for a Prometheus here (file_sd_configs; docs/METRICS.md).
 writeFileSync(join(dir, "prometheus-targets.json"), JSON.stringify(prometheusFileSd(stack.metricsTargets()), null, 2));
 say(`metrics: ${stack.metricsTargets().map((t) => `${t.service} ${t.url}`).join(", ")} (listed in .run/prometheus-targets.json)`);
+if (stack.adminKey) {
+  // Printed here, on the console only: the services' logs never carry a key.
+  say(`access control is on: every route but health, metrics and the dashboard page needs 'Authorization: Bearer <key>' (gRPC: metadata 'authorization')`);
+  say(`admin key (everything; also the dashboard: ${url}/dashboard#key=<admin key>): ${stack.adminKey}`);
+  // A user key per bundled app, and one for the ocr pipeline, whose stages span the three OCR apps.
+  const ocrApps = ocrModels().map((m) => m.app);
+  const userKeys = [{ name: "digits", apps: ["digits"] }, ...ocrApps.map((a) => ({ name: a, apps: [a] })), { name: "ocr pipeline", apps: ocrApps }];
+  for (const { name, apps } of userKeys) {
+    const made = await fetch(`${stack.httpUrl}/v1/keys`, { method: "POST", headers: { "content-type": "application/json", ...bearer(stack.adminKey) }, body: JSON.stringify({ role: "user", apps, name }) });
+    const key = (await made.json()) as { key?: string; error?: string };
+    say(key.key ? `user key for ${name} (app ${apps.join(", ")}): ${key.key}` : `could not make a key for ${name}: ${made.status} ${key.error ?? ""}`);
+  }
+}
+if (stack.natsUsers) {
+  // NATS users (docs/SECURITY.md): printed here and written to .run (owner-only), never logged.
+  const { client, admin } = stack.natsUsers;
+  writeFileSync(join(dir, "nats-users.json"), JSON.stringify(stack.natsUsers, null, 2), { mode: 0o600 });
+  say(`NATS users are on (${stack.env.NATS_URL}): your own services as NATS_USER=${client.user} NATS_PASSWORD=${client.password} (queries, registrations, metrics); operators as ${admin.user} / ${admin.password}; every service's user in .run/nats-users.json`);
+}
 say(`ready: ${url}  (dashboard: ${url}/dashboard, health: ${url}/v2/health/ready; OIP gRPC: ${stack.grpcAddress}). Ctrl-C stops.`);

@@ -4,9 +4,9 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
-import { hardwareSchema } from "@sloserve/contracts";
+import { hardwareSchema, natsRoleOfService, natsRoles } from "@sloserve/contracts";
 import { NOMAD_EXECUTORS_JOB, NOMAD_WORKER_ID_PREFIX, nomadExecutorGroup } from "@sloserve/providers";
-import { REPO_ROOT } from "@sloserve/stack";
+import { REPO_ROOT, natsPasswordEnv } from "@sloserve/stack";
 
 /**
  * The deployment files: docker-compose.yml checked by Debian's docker-compose (`config -q`, then its
@@ -28,10 +28,16 @@ const services = readdirSync(join(REPO_ROOT, "services"))
   .sort();
 const executors = hardwareSchema.options.map((kind) => `executor-${kind}`);
 
+/** The NATS users' passwords that compose and deploy/nats.conf read from the environment (NATS_PASSWORD_<ROLE>, from .env). */
+const natsPasswords = Object.fromEntries(natsRoles.map((role) => [natsPasswordEnv(role), `test-${role}`]));
+
+/** The frontend's bootstrap admin key that compose reads from the environment (.env). */
+const TEST_ADMIN_KEY = "test-admin-key-0123456789abcdef0123456789";
+
 function run(command: string, args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
   const found = spawnSync("sh", ["-c", `command -v ${command}`]);
   if (found.status !== 0) throw new Error(`${command} is not installed: run scripts/ensure-deps.sh (it installs Debian's ${command === "docker-compose" ? "docker-compose" : "nats-server"})`);
-  const result = spawnSync(command, args, { cwd: REPO_ROOT, encoding: "utf8", env: { ...process.env, ...env } });
+  const result = spawnSync(command, args, { cwd: REPO_ROOT, encoding: "utf8", env: { ...process.env, ...natsPasswords, SLOSERVE_ADMIN_KEY: TEST_ADMIN_KEY, ...env } });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -96,6 +102,21 @@ describe("docker-compose.yml", () => {
       expect(service?.environment?.JS_REPLICAS, name).toBe("3");
     }
     expect(all.frontend?.environment).toMatchObject({ HTTP_PORT: "8080", GRPC_PORT: "8081" });
+    // Access control on HTTP and gRPC by default, the admin key from the environment (docs/SECURITY.md).
+    expect(all.frontend?.environment).toMatchObject({ AUTH: "true", SLOSERVE_ADMIN_KEY: TEST_ADMIN_KEY });
+  });
+
+  it("deploy - NATS users on: each service connects as its own user, the NATS nodes know every password", () => {
+    const all = config();
+    for (const name of services) {
+      const role = natsRoleOfService(name) ?? "";
+      expect(all[name]?.environment, name).toMatchObject({ NATS_USER: role, NATS_PASSWORD: `test-${role}` });
+    }
+    expect(all["vm-autoscaler"]?.environment).toMatchObject({ EXECUTOR_NATS_USER: "executor", EXECUTOR_NATS_PASSWORD: "test-executor" });
+    for (const node of ["nats-1", "nats-2", "nats-3"]) {
+      expect(all[node]?.environment, node).toMatchObject(natsPasswords);
+      expect(all[node]?.volumes?.some((v) => v.split(":")[1] === "/etc/nats/nats-auth.conf"), node).toBe(true);
+    }
   });
 });
 
@@ -189,12 +210,16 @@ describe("deploy/nomad", () => {
           expect(templates, `${job.file} ${group.name}`).toMatch(/^NATS_URL=\{\{ range .* nomadService "sloserve-nats" \}\}/m);
           expect(templates, `${job.file} ${group.name}`).toMatch(/^REDIS_URL=\{\{ range nomadService "sloserve-redis" \}\}/m);
           expect(templates, `${job.file} ${group.name}`).toMatch(/^JS_REPLICAS=3$/m);
+          // Its own NATS user, the password from a Nomad variable (docs/SECURITY.md).
+          expect(templates, `${job.file} ${group.name}`).toContain(`NATS_USER=${natsRoleOfService(service) ?? ""}\n`);
+          expect(templates, `${job.file} ${group.name}`).toMatch(/^NATS_PASSWORD=\{\{ with nomadVar "nomad\/jobs\/sloserve[\w-]*" \}\}\{\{ \.\w+ \}\}\{\{ end \}\}$/m);
         }
       }
     }
     expect([...seen].sort()).toEqual(services);
     const frontend = jobs.find((j) => j.name === "sloserve")!.groups.find((g) => g.name === "frontend")!;
-    expect(frontend.tasks[0]?.env).toMatchObject({ HTTP_PORT: "8080", GRPC_PORT: "8081" });
+    expect(frontend.tasks[0]?.env).toMatchObject({ HTTP_PORT: "8080", GRPC_PORT: "8081", AUTH: "true" });
+    expect(environmentOf(jobs.find((j) => j.name === "sloserve")!, frontend.tasks[0]!).templates).toMatch(/^SLOSERVE_ADMIN_KEY=\{\{ with nomadVar "nomad\/jobs\/sloserve" \}\}\{\{ \.admin_key \}\}\{\{ end \}\}$/m);
   });
 
   it("deploy - executors: one scalable group per hardware kind, named as the vm-autoscaler's Nomad provider scales them", async () => {

@@ -61,6 +61,20 @@ function throughputTable(m: ModelFigures): string {
   return table(["target", "queries/s (median)", "per rotation", "vs raw b8", "vs direct", "mean batch", "latency p50 / p99 ms", "errors", "CPU µs per query, by process"], rows);
 }
 
+/** The data path's ratios (summary.json `ratios`, issue 14), one row each. */
+function renderRatios(summary: Summary): string[] {
+  if (!summary.ratios) return [];
+  const rows = Object.entries(summary.ratios).map(([name, r]) => [
+    `\`${name}\``,
+    fmt(r.value),
+    "le" in r.goal ? `≤ ${r.goal.le}` : `≥ ${r.goal.ge}`,
+    yes(r.met),
+    r.how,
+    r.run ? `\`${r.run.command}\`, ${r.run.date.slice(0, 16).replace("T", " ")} UTC, load ${r.run.loadAvgAtStart.join(" / ")}` : "",
+  ]);
+  return ["### Data path ratios (`results/summary.json` `ratios`, issue 14)", "", table(["ratio", "value", "goal", "met", "from", "run"], rows), ""];
+}
+
 export function renderResults(
   summary: Summary,
   serving: Envelope<ServingResult> | null,
@@ -99,6 +113,7 @@ export function renderResults(
   headline.push(["estimator_hour_ms (150 QPS, 4 stages)", fmt(summary.estimator_hour_ms, " ms"), "", "", origin(estimator)]);
   headline.push(["sim_hour_1000qps_s", fmt(summary.sim_hour_1000qps_s, " s"), "", "", origin(sim)]);
   out.push(table(["figure", "value", "goal", "met", "command, date"], headline), "");
+  out.push(...renderRatios(summary));
 
   if (s) {
     for (const m of [s.models.small, s.models.rec]) {

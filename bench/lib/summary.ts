@@ -29,10 +29,102 @@ export interface Summary {
   sim_hour_1000qps_s: number | null;
   /** RSS of each process, MiB: idle (models loaded, no traffic) and under load (peak). */
   rss_mb: Record<string, { idle: number | null; load: number | null }> | null;
+  /**
+   * The data path's goals (issue 14), each a ratio of two figures of one serving run, with the goal,
+   * whether it is met, how it is computed and the run (command, date) that produced it.
+   */
+  ratios: Record<RatioName, Ratio> | null;
   /** Goal met, by model and path (HTTP, NATS). */
   goals: Record<string, Record<string, boolean> | Record<string, Record<string, boolean>>>;
   sources: Record<string, { command: string; date: string; quick: boolean; error?: string } | null>;
   notes: string[];
+}
+
+export const RATIO_NAMES = [
+  "nats_added_p50_vs_js_echo_p50",
+  "js_echo_p50_vs_echo_p50",
+  "http_frontend_added_p50_vs_direct_added_p50",
+  "http_cpu_per_query_vs_direct",
+  "tiny_nats_qps_vs_direct",
+  "tiny_http_qps_vs_direct",
+  "ocr_rec_nats_vs_raw",
+  "ocr_rec_http_vs_raw",
+] as const;
+export type RatioName = (typeof RATIO_NAMES)[number];
+
+export interface Ratio {
+  value: number | null;
+  /** The goal: `value <= goal` (`le`) or `value >= goal` (`ge`). */
+  goal: { le: number } | { ge: number };
+  met: boolean | null;
+  /** How it is computed, with the figures it came from. */
+  how: string;
+  run: { command: string; date: string; quick: boolean; loadAvgAtStart: number[] } | null;
+}
+
+const r3 = (x: number): number => Math.round(x * 1000) / 1000;
+
+/** Sum of a target's CPU µs per query over the given processes (those that have a figure). */
+function cpuOver(perQuery: Record<string, number> | undefined, processes: readonly string[]): number | null {
+  if (!perQuery) return null;
+  let sum = 0;
+  let any = false;
+  for (const p of processes) {
+    const us = perQuery[p];
+    if (us !== undefined) {
+      sum += us;
+      any = true;
+    }
+  }
+  return any ? sum : null;
+}
+
+/**
+ * The ratios of issue 14 from one serving run (all on the tiny model but the two ocr-rec ones).
+ * Latencies are low-load p50s; "added" is over raw onnxruntime's p50. HTTP is the JSON path (what
+ * the issue measured), except ocr-rec's, which is the binary extension (issue 11's must-show).
+ */
+export function servingRatios(serving: Envelope<ServingResult>): Record<RatioName, Ratio> | null {
+  const s = serving.result;
+  if (!s) return null;
+  const run = { command: serving.command, date: serving.date, quick: serving.quick, loadAvgAtStart: serving.machine.loadAvgAtStart };
+  const small = s.models.small;
+  const lat = small.lowLoad.latencyMs;
+  const added = small.lowLoad.addedMs;
+  const tp = small.throughput;
+  const ratio = (value: number | null | undefined, goal: Ratio["goal"], how: string): Ratio => {
+    const v = value === null || value === undefined || !Number.isFinite(value) ? null : r3(value);
+    return { value: v, goal, met: v === null ? null : "le" in goal ? v <= goal.le : v >= goal.ge, how, run };
+  };
+  const div = (a: number | null | undefined, b: number | null | undefined): number | null => (a === null || a === undefined || b === null || b === undefined || b === 0 ? null : a / b);
+  const natsAdded = added.nats?.p50;
+  const jsEcho = lat["js-echo"]?.p50;
+  const echo = lat.echo?.p50;
+  const httpAdded = added.http?.p50;
+  const directAdded = added.direct?.p50;
+  const frontendAdded = httpAdded !== undefined && natsAdded !== undefined ? httpAdded - natsAdded : null;
+  const system = (s.settings["systemProcesses"] as string[] | undefined) ?? [];
+  const httpCpu = cpuOver(tp.targets.http?.cpuUsPerQuery, system);
+  const directCpu = cpuOver(tp.targets.direct?.cpuUsPerQuery, ["direct-small"]);
+  const rec = s.models.rec.throughput;
+  return {
+    nats_added_p50_vs_js_echo_p50: ratio(div(natsAdded, jsEcho), { le: 1.1 }, `${small.model}: NATS path added p50 ${natsAdded} ms / js-echo p50 ${jsEcho} ms`),
+    js_echo_p50_vs_echo_p50: ratio(div(jsEcho, echo), { le: 1.5 }, `js-echo p50 ${jsEcho} ms / bare NATS echo p50 ${echo} ms`),
+    http_frontend_added_p50_vs_direct_added_p50: ratio(
+      div(frontendAdded, directAdded),
+      { le: 1.1 },
+      `${small.model}: (HTTP JSON added p50 ${httpAdded} ms − NATS added p50 ${natsAdded} ms) / direct server's added p50 ${directAdded} ms`,
+    ),
+    http_cpu_per_query_vs_direct: ratio(
+      div(httpCpu, directCpu),
+      { le: 2 },
+      `${small.model} saturated, HTTP JSON: CPU µs per query summed over the system's processes (${system.join(", ")}) ${httpCpu === null ? "–" : Math.round(httpCpu)} / the direct server's ${directCpu === null ? "–" : Math.round(directCpu)} (the load generator excluded from both)`,
+    ),
+    tiny_nats_qps_vs_direct: ratio(tp.vsDirect.nats, { ge: 1 }, `${small.model} saturated: NATS path queries/s / direct server's, median of within-rotation ratios (${tp.targets.nats?.qps} / ${tp.targets.direct?.qps} queries/s, medians)`),
+    tiny_http_qps_vs_direct: ratio(tp.vsDirect.http, { ge: 0.8 }, `${small.model} saturated: HTTP JSON queries/s / direct server's, median of within-rotation ratios (${tp.targets.http?.qps} / ${tp.targets.direct?.qps} queries/s, medians)`),
+    ocr_rec_nats_vs_raw: ratio(rec.vsRaw.nats, { ge: 0.8 }, `ocr-rec saturated: NATS path queries/s / raw onnxruntime batch 8, median of within-rotation ratios (${rec.targets.nats?.qps} / ${rec.rawB8Qps} queries/s, medians)`),
+    ocr_rec_http_vs_raw: ratio(rec.vsRaw["http-bin"], { ge: 0.8 }, `ocr-rec saturated: HTTP with the binary tensor extension queries/s / raw onnxruntime batch 8, median of within-rotation ratios (${rec.targets["http-bin"]?.qps} / ${rec.rawB8Qps} queries/s, medians; HTTP JSON: ${rec.vsRaw.http})`),
+  };
 }
 
 function perModelBool(s: ServingResult, pick: (m: ModelFigures) => Record<string, boolean>): Record<string, Record<string, boolean>> {
@@ -100,6 +192,7 @@ export function buildSummary(
     throughput_vs_raw: s ? perModel(s, (m) => ({ http: m.throughput.vsRaw.http ?? null, "http-bin": m.throughput.vsRaw["http-bin"] ?? null, nats: m.throughput.vsRaw.nats ?? null, direct: m.throughput.vsRaw.direct ?? null })) : null,
     throughput_vs_direct: s ? perModel(s, (m) => ({ http: m.throughput.vsDirect.http ?? null, "http-bin": m.throughput.vsDirect["http-bin"] ?? null, nats: m.throughput.vsDirect.nats ?? null })) : null,
     small_model_qps: smallQps,
+    ratios: serving ? servingRatios(serving) : null,
     selection_p99_us: selection?.result?.p99UsAt1000 ?? null,
     estimator_hour_ms: estimator?.result?.hourMs ?? null,
     sim_hour_1000qps_s: sim?.result?.hourS ?? null,

@@ -3,6 +3,8 @@
 # (libs/providers nomad-workers.ts): job "sloserve-executors", groups "executor-<kind>", and every
 # allocation's worker id "nomad-<allocation id>", which is how it tells its workers apart. Scale-downs
 # stop an allocation with SIGTERM: the executor drains within kill_timeout.
+# Each task connects to NATS as its service's user, the password from the Nomad variable nomad/jobs/sloserve-executors
+# (docs/SECURITY.md).
 # Run: nomad job run -var image=<registry>/sloserve:<tag> deploy/nomad/executors.nomad.hcl
 
 variable "datacenters" {
@@ -55,6 +57,15 @@ job "sloserve-executors" {
         destination = "local/bus.env"
         env         = true
       }
+      # Its NATS user (docs/SECURITY.md); the password from the Nomad variable nomad/jobs/sloserve-executors.
+      template {
+        destination = "secrets/nats.env"
+        env         = true
+        data        = <<-EOF
+          NATS_USER=executor
+          NATS_PASSWORD={{ with nomadVar "nomad/jobs/sloserve-executors" }}{{ .executor }}{{ end }}
+        EOF
+      }
       resources {
         cores  = 2
         memory = 4096
@@ -86,6 +97,15 @@ job "sloserve-executors" {
         data        = local.bus_env
         destination = "local/bus.env"
         env         = true
+      }
+      # Its NATS user (docs/SECURITY.md); the password from the Nomad variable nomad/jobs/sloserve-executors.
+      template {
+        destination = "secrets/nats.env"
+        env         = true
+        data        = <<-EOF
+          NATS_USER=executor
+          NATS_PASSWORD={{ with nomadVar "nomad/jobs/sloserve-executors" }}{{ .executor }}{{ end }}
+        EOF
       }
       resources {
         cpu    = 2000
@@ -128,6 +148,15 @@ job "sloserve-executors" {
         data        = local.bus_env
         destination = "local/bus.env"
         env         = true
+      }
+      # Its NATS user (docs/SECURITY.md); the password from the Nomad variable nomad/jobs/sloserve-executors.
+      template {
+        destination = "secrets/nats.env"
+        env         = true
+        data        = <<-EOF
+          NATS_USER=executor
+          NATS_PASSWORD={{ with nomadVar "nomad/jobs/sloserve-executors" }}{{ .executor }}{{ end }}
+        EOF
       }
       resources {
         cpu    = 2000

@@ -3,6 +3,8 @@
 # image (the repository's Dockerfile; SERVICE picks the service). NATS and Redis are found through
 # Nomad's service discovery (deploy/nomad/nats.nomad.hcl, redis.nomad.hcl); the workers are the groups
 # of deploy/nomad/executors.nomad.hcl, which the vm-autoscaler scales (PROVIDER=nomad).
+# Each task connects to NATS as its service's user, the password from the Nomad variable nomad/jobs/sloserve
+# (docs/SECURITY.md).
 # Run: nomad job run -var image=<registry>/sloserve:<tag> deploy/nomad/sloserve.nomad.hcl
 
 variable "datacenters" {
@@ -64,6 +66,15 @@ job "sloserve" {
         destination = "local/bus.env"
         env         = true
       }
+      # Its NATS user (docs/SECURITY.md); the password from the Nomad variable nomad/jobs/sloserve.
+      template {
+        destination = "secrets/nats.env"
+        env         = true
+        data        = <<-EOF
+          NATS_USER=registrar
+          NATS_PASSWORD={{ with nomadVar "nomad/jobs/sloserve" }}{{ .registrar }}{{ end }}
+        EOF
+      }
       resources {
         cpu    = 1000
         memory = 1024
@@ -100,6 +111,15 @@ job "sloserve" {
         destination = "local/bus.env"
         env         = true
       }
+      # Its NATS user (docs/SECURITY.md); the password from the Nomad variable nomad/jobs/sloserve.
+      template {
+        destination = "secrets/nats.env"
+        env         = true
+        data        = <<-EOF
+          NATS_USER=dispatcher
+          NATS_PASSWORD={{ with nomadVar "nomad/jobs/sloserve" }}{{ .dispatcher }}{{ end }}
+        EOF
+      }
       resources {
         cpu    = 1000
         memory = 512
@@ -134,6 +154,15 @@ job "sloserve" {
         destination = "local/bus.env"
         env         = true
       }
+      # Its NATS user (docs/SECURITY.md); the password from the Nomad variable nomad/jobs/sloserve.
+      template {
+        destination = "secrets/nats.env"
+        env         = true
+        data        = <<-EOF
+          NATS_USER=model-autoscaler
+          NATS_PASSWORD={{ with nomadVar "nomad/jobs/sloserve" }}{{ .model_autoscaler }}{{ end }}
+        EOF
+      }
       resources {
         cpu    = 500
         memory = 512
@@ -167,6 +196,15 @@ job "sloserve" {
         data        = local.bus_env
         destination = "local/bus.env"
         env         = true
+      }
+      # Its NATS user (docs/SECURITY.md); the password from the Nomad variable nomad/jobs/sloserve.
+      template {
+        destination = "secrets/nats.env"
+        env         = true
+        data        = <<-EOF
+          NATS_USER=forecaster
+          NATS_PASSWORD={{ with nomadVar "nomad/jobs/sloserve" }}{{ .forecaster }}{{ end }}
+        EOF
       }
       resources {
         cpu    = 500
@@ -210,6 +248,15 @@ job "sloserve" {
         data        = local.bus_env
         destination = "local/bus.env"
         env         = true
+      }
+      # Its NATS user (docs/SECURITY.md); the password from the Nomad variable nomad/jobs/sloserve.
+      template {
+        destination = "secrets/nats.env"
+        env         = true
+        data        = <<-EOF
+          NATS_USER=vm-autoscaler
+          NATS_PASSWORD={{ with nomadVar "nomad/jobs/sloserve" }}{{ .vm_autoscaler }}{{ end }}
+        EOF
       }
       resources {
         cpu    = 500
@@ -258,11 +305,30 @@ job "sloserve" {
         SERVICE   = "frontend"
         HTTP_PORT = "8080"
         GRPC_PORT = "8081"
+        AUTH      = "true"
       }
       template {
         data        = local.bus_env
         destination = "local/bus.env"
         env         = true
+      }
+      # Its NATS user (docs/SECURITY.md); the password from the Nomad variable nomad/jobs/sloserve.
+      template {
+        destination = "secrets/nats.env"
+        env         = true
+        data        = <<-EOF
+          NATS_USER=frontend
+          NATS_PASSWORD={{ with nomadVar "nomad/jobs/sloserve" }}{{ .frontend }}{{ end }}
+        EOF
+      }
+      # API keys on HTTP and gRPC (docs/SECURITY.md): the bootstrap admin key from the same Nomad variable
+      # (nomad var put nomad/jobs/sloserve admin_key=$(openssl rand -hex 32) …, with the NATS passwords).
+      template {
+        destination = "secrets/auth.env"
+        env         = true
+        data        = <<-EOF
+          SLOSERVE_ADMIN_KEY={{ with nomadVar "nomad/jobs/sloserve" }}{{ .admin_key }}{{ end }}
+        EOF
       }
       resources {
         cpu    = 1000

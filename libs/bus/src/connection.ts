@@ -33,6 +33,55 @@ export interface BusOptions {
    * ones get 1 and existing ones keep theirs, so a service started without it never scales them down.
    */
   replicas?: number | undefined;
+  /**
+   * Where the credentials and TLS settings come from (`natsConnectOptions`): NATS_USER, NATS_PASSWORD,
+   * NATS_TLS_CA, NATS_TLS_CERT, NATS_TLS_KEY. @default process.env
+   */
+  env?: Record<string, string | undefined>;
+}
+
+/** What `connect` takes for credentials and TLS. */
+export interface NatsSecurityOptions {
+  user?: string;
+  pass?: string;
+  tls?: { caFile: string; certFile?: string; keyFile?: string };
+}
+
+/**
+ * Credentials and TLS of a NATS connection, from the environment (docs/SECURITY.md): NATS_USER with
+ * NATS_PASSWORD (a user of the server's `authorization` block: libs/contracts nats-permissions.ts);
+ * NATS_TLS_CA (the CA the server's certificate is checked against) turns TLS on, with NATS_TLS_CERT
+ * and NATS_TLS_KEY for a client certificate when the server asks for one. Every problem is reported
+ * at once; the password never appears in a message.
+ */
+export function natsConnectOptions(env: Record<string, string | undefined>): NatsSecurityOptions {
+  const problems: string[] = [];
+  const set = (name: string): string | undefined => (env[name] !== undefined && env[name] !== "" ? env[name] : undefined);
+  const user = set("NATS_USER");
+  const pass = set("NATS_PASSWORD");
+  if (user && !pass) problems.push("NATS_USER is set without NATS_PASSWORD");
+  if (pass && !user) problems.push("NATS_PASSWORD is set without NATS_USER");
+  const ca = set("NATS_TLS_CA");
+  const cert = set("NATS_TLS_CERT");
+  const key = set("NATS_TLS_KEY");
+  if (Boolean(cert) !== Boolean(key)) problems.push("NATS_TLS_CERT and NATS_TLS_KEY go together (a client certificate and its key)");
+  if ((cert || key) && !ca) problems.push("NATS_TLS_CERT/NATS_TLS_KEY need NATS_TLS_CA (TLS is on only with a CA to check the server against)");
+  if (problems.length > 0) throw new Error(`invalid NATS connection settings: ${problems.join("; ")}`);
+  return {
+    ...(user && pass ? { user, pass } : {}),
+    ...(ca ? { tls: { caFile: ca, ...(cert && key ? { certFile: cert, keyFile: key } : {}) } } : {}),
+  };
+}
+
+/**
+ * The NATS credentials of a process this one starts (a worker, a function process): its own user from
+ * `<PREFIX>_NATS_USER` and `<PREFIX>_NATS_PASSWORD` (EXECUTOR_, FUNCTION_), as its NATS_USER and
+ * NATS_PASSWORD; empty when they are unset. The local providers never pass their own on.
+ */
+export function natsChildEnv(env: Record<string, string | undefined>, prefix: "EXECUTOR" | "FUNCTION"): Record<string, string> {
+  const user = env[`${prefix}_NATS_USER`];
+  const password = env[`${prefix}_NATS_PASSWORD`];
+  return user && password ? { NATS_USER: user, NATS_PASSWORD: password } : {};
 }
 
 const HOUR_NS = 3600 * 1e9;
@@ -97,6 +146,7 @@ export async function connectBus(options: BusOptions): Promise<Bus> {
   const nc = await connect({
     servers: options.servers.split(","),
     name: options.name,
+    ...natsConnectOptions(options.env ?? process.env),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     // Without this nats.js builds an Error (with a stack trace) per request: a third of the

@@ -34,7 +34,11 @@ function networkReason(err: unknown): string {
 export class Api {
   readonly base: string;
 
-  constructor(url: string) {
+  /** `apiKey`: sent as `Authorization: Bearer <key>` on every request (a frontend with access control on). */
+  constructor(
+    url: string,
+    private readonly apiKey?: string,
+  ) {
     let parsed: URL;
     try {
       parsed = new URL(url);
@@ -49,7 +53,7 @@ export class Api {
   async send(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
     const query = Object.entries(options.query ?? {}).filter((e): e is [string, string | number] => e[1] !== undefined);
     const url = `${this.base}${path}${query.length ? `?${new URLSearchParams(query.map(([k, v]): [string, string] => [k, String(v)]))}` : ""}`;
-    const headers: Record<string, string> = { ...options.headers };
+    const headers: Record<string, string> = { ...options.headers, ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}) };
     let body = options.body;
     if (options.json !== undefined) {
       headers["content-type"] = "application/json";
@@ -62,6 +66,10 @@ export class Api {
       throw new CliError(`cannot reach the sloserve frontend at ${this.base} (${networkReason(err)}); start it with \`npm start\`, or point --url or SLOSERVE_URL at it`, exitCodes.unreachable);
     }
     if (response.ok) return response;
+    if (response.status === 401 && !this.apiKey) {
+      await response.body?.cancel();
+      throw new CliError(`${method} ${path}: HTTP 401: the frontend at ${this.base} requires an API key: give --api-key or set SLOSERVE_API_KEY`);
+    }
     const text = await response.text().catch(() => "");
     let detail = text.trim() || response.statusText;
     try {

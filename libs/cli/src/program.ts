@@ -28,13 +28,14 @@ const collect = (value: string, previous: string[] = []): string[] => [...previo
 
 interface Globals {
   url: string;
+  apiKey?: string;
   json?: boolean;
 }
 
 /** The API client and output of a command, from the program's options. */
 function context(cmd: Command): { api: Api; out: Out } {
   const g = cmd.optsWithGlobals<Globals>();
-  return { api: new Api(g.url), out: makeOut(g.json === true) };
+  return { api: new Api(g.url, g.apiKey), out: makeOut(g.json === true) };
 }
 
 /**
@@ -66,6 +67,7 @@ export function buildProgram(): Command {
   const program = new Command("sloserve")
     .description("Command line of sloserve, the SLO-driven model-less inference server: register models, query, and watch it scale.")
     .addOption(new Option("--url <url>", "the frontend's base URL").env("SLOSERVE_URL").default("http://localhost:8080"))
+    .addOption(new Option("--api-key <key>", "API key, sent as 'Authorization: Bearer <key>' (a frontend with access control on: npm start -- --auth)").env("SLOSERVE_API_KEY"))
     .option("--json", "print JSON for programs instead of tables")
     .exitOverride()
     .showHelpAfterError("(add --help for usage)")

@@ -31,6 +31,12 @@ export const ErrorCode = {
   pipelineExists: "pipeline_exists",
   /** A body in a media type the endpoint does not take (e.g. text/plain for an image pipeline). */
   unsupportedMediaType: "unsupported_media_type",
+  /** No API key, or one the frontend does not know (revoked, mistyped), while access control is on. */
+  unauthenticated: "unauthenticated",
+  /** A known API key whose role or apps do not allow the request. */
+  forbidden: "forbidden",
+  /** An API key id that names no key (key management). */
+  unknownKey: "unknown_key",
   internal: "internal",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -61,6 +67,9 @@ const httpStatusByCode: Record<ErrorCode, number> = {
   invalid_pipeline: 400,
   pipeline_exists: 409,
   unsupported_media_type: 415,
+  unauthenticated: 401,
+  forbidden: 403,
+  unknown_key: 404,
   internal: 500,
 };
 

@@ -8,3 +8,5 @@ export * from "./config.js";
 export * from "./oip.js";
 export * from "./clock.js";
 export * from "./pipelines.js";
+export * from "./access.js";
+export * from "./nats-permissions.js";

@@ -220,13 +220,24 @@ export function tensorBytes(data: Tensor["data"]): Uint8Array {
  * output is binary the body is plain JSON and `headerLength` is undefined.
  */
 export function oipResponseBody(header: Record<string, unknown>, outputs: readonly Tensor[], binary: (name: string) => boolean): { body: Buffer; headerLength: number | undefined } {
-  const segments: Uint8Array[] = [];
+  const { parts, headerLength } = oipResponseParts(header, outputs, binary);
+  return { body: parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts), headerLength };
+}
+
+/**
+ * {@link oipResponseBody} in pieces: the JSON header, then each binary output's bytes as a view of
+ * the output (no copy), `byteLength` in all; to be written one after the other.
+ */
+export function oipResponseParts(header: Record<string, unknown>, outputs: readonly Tensor[], binary: (name: string) => boolean): { parts: Buffer[]; byteLength: number; headerLength: number | undefined } {
+  const segments: Buffer[] = [];
   const described = outputs.map((o) => {
     if (!binary(o.name)) return { name: o.name, datatype: o.datatype, shape: o.shape, data: tensorDataToJson(o) };
-    segments.push(tensorBytes(o.data));
+    const bytes = tensorBytes(o.data);
+    segments.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
     return { name: o.name, datatype: o.datatype, shape: o.shape, parameters: { binary_data_size: o.data.byteLength } };
   });
   const json = Buffer.from(JSON.stringify({ ...header, outputs: described }));
-  if (segments.length === 0) return { body: json, headerLength: undefined };
-  return { body: Buffer.concat([json, ...segments]), headerLength: json.length };
+  let byteLength = json.length;
+  for (const seg of segments) byteLength += seg.length;
+  return { parts: [json, ...segments], byteLength, headerLength: segments.length === 0 ? undefined : json.length };
 }

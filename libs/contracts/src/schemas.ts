@@ -97,6 +97,11 @@ export const modelRecordSchema = z.object({
   validationCount: z.number().int().nonnegative().default(0),
   /** Sizes of each input's non-batch dimensions used when profiling. */
   profileShape: z.record(z.string(), z.array(z.number().int().positive())).default({}),
+  /**
+   * Scales of the profile shape's dynamic dimensions at which the profiler also measures (one input size
+   * class each, libs/policy input-classes.ts); empty: one size only.
+   */
+  sizeClassScales: z.array(z.number().positive()).optional(),
 });
 export type ModelRecord = z.infer<typeof modelRecordSchema>;
 
@@ -118,14 +123,45 @@ export const variantProfileSchema = z.object({
   peakQps: z.number().nonnegative(),
   /** Memory the loaded model takes while running its largest batch (RSS growth), bytes. */
   memoryBytes: z.number().nonnegative(),
+  /**
+   * Device memory one instance takes on its GPU, bytes, where the profiler could measure it; absent:
+   * `memoryBytes` stands for it (libs/policy accelerator-share.ts).
+   */
+  acceleratorMemoryBytes: z.number().nonnegative().optional(),
   /** Accuracy on the model's validation set (0..1), null without a validation set. */
   accuracy: z.number().min(0).max(1).nullable(),
   /** Input shape the latencies were measured with (batch dimension excluded). */
   sampleShape: z.record(z.string(), z.array(z.number().int())),
+  /**
+   * Models with dynamic non-batch input dimensions, profiled per input size class (libs/policy
+   * input-classes.ts): each class's shapes, elements per query, and median and P99 latency by batch size.
+   */
+  inputClasses: z
+    .array(
+      z.object({
+        name: z.string(),
+        shapes: z.record(z.string(), z.array(z.number().int().positive())),
+        elements: z.number().int().positive(),
+        latencyMs: z.record(z.string(), z.number().nonnegative()),
+        latencyP99Ms: z.record(z.string(), z.number().nonnegative()),
+      }),
+    )
+    .optional(),
   worker: z.string(),
   profiledAtMs: z.number(),
 });
 export type VariantProfile = z.infer<typeof variantProfileSchema>;
+
+/**
+ * Hardware-specific settings of a variant (INFaaS §3.2), recorded where the machine cannot build them
+ * and applied by the executor of that hardware: onnxruntime's TensorRT execution provider at a
+ * precision (executor-gpu), the NeuronCores a Neuron model is compiled for (executor-inferentia).
+ */
+export const hardwareSettingsSchema = z.object({
+  tensorrt: z.object({ precision: z.enum(["fp32", "fp16", "int8"]) }).optional(),
+  neuronCores: z.number().int().min(1).max(16).optional(),
+});
+export type HardwareSettings = z.infer<typeof hardwareSettingsSchema>;
 
 /** A variant: one way of running a model (hardware, max batch, quantisation, threads). */
 export const variantRecordSchema = z.object({
@@ -140,6 +176,8 @@ export const variantRecordSchema = z.object({
   threads: z.number().int().min(1),
   /** The ONNX binary this variant runs (object name in the model bucket). */
   object: z.string(),
+  /** Hardware-specific settings (TensorRT precision, NeuronCores); absent: the hardware's defaults. */
+  settings: hardwareSettingsSchema.optional(),
   accuracy: z.number().min(0).max(1).nullable(),
   profiled: z.boolean(),
   profile: variantProfileSchema.nullable().default(null),
@@ -199,10 +237,17 @@ export const workerReportSchema = z.object({
   memoryUsedBytes: z.number().nonnegative().default(0),
   /**
    * Accelerators (GPUs, NeuronCores) the worker offers, and how many its loaded and loading instances
-   * hold (one each, libs/policy variant-profile); absent: 0 (reports from workers before they existed).
+   * hold: an Inferentia instance the NeuronCores it is compiled for; GPU instances share GPUs by memory
+   * (below) and hold none whole (libs/policy accelerator-share.ts); absent: 0 (older reports).
    */
   accelerators: z.number().int().nonnegative().optional(),
   acceleratorsUsed: z.number().int().nonnegative().optional(),
+  /**
+   * GPU workers: the memory of each of their GPUs, and the device memory their loaded and loading
+   * instances take (libs/policy accelerator-share.ts); absent: the instance type's GPU memory, and 0.
+   */
+  acceleratorMemoryBytes: z.number().nonnegative().optional(),
+  acceleratorMemoryUsedBytes: z.number().nonnegative().optional(),
   rssBytes: z.number().nonnegative(),
   variants: z.array(variantMetricsSchema),
 });
@@ -215,6 +260,8 @@ export const scaleCommandSchema = z.object({
   action: z.enum(["load", "add", "unload"]),
   variant: longName,
   count: z.number().int().positive().optional(),
+  /** unload: remove the instances loaded first (a move of Interfered instances), not the newest. @default false */
+  oldest: z.boolean().optional(),
   reason: z.string(),
   atMs: z.number(),
 });
@@ -304,6 +351,8 @@ export const profileJobSchema = z.object({
   threads: z.number().int().min(1),
   /** The binary to profile (the fp32 model or its int8 rewrite). */
   object: z.string(),
+  /** The variants' hardware-specific settings (they share them). */
+  settings: hardwareSettingsSchema.optional(),
   /** The variants that share this binary, hardware and thread count (they differ in max batch only). */
   variants: z.array(longName).min(1),
   atMs: z.number(),

@@ -1,4 +1,4 @@
-import type { Tensor } from "@sloserve/contracts";
+import type { HardwareSettings, Tensor } from "@sloserve/contracts";
 
 /**
  * What an executor needs from an inference engine. executor-cpu uses onnxruntime's CPU provider,
@@ -27,6 +27,10 @@ export interface BackendLoadOptions {
   /** The registered model's name. */
   model: string;
   quantization: "fp32" | "int8";
+  /** The variant (its name, for messages; a profiling job names its first). */
+  variant?: string;
+  /** Its hardware-specific settings (TensorRT precision, NeuronCores), which the backend applies or refuses. */
+  settings?: HardwareSettings;
 }
 
 export interface BackendFactory {

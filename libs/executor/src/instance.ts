@@ -12,9 +12,10 @@ import {
   type VariantRecord,
 } from "@sloserve/contracts";
 import { replyError, replyInference, type Bus, type Logger } from "@sloserve/bus";
-import { cannotFinishInTime, planBatch, profiledLatencyAt, RunTimeEstimate, variantPricePerSecond, type BatchPolicy, type BatchQueueView } from "@sloserve/policy";
+import { cannotFinishInTime, footprintOf, footprintPricePerSecond, planBatch, profiledLatencyAt, RunTimeEstimate, type BatchPolicy, type BatchQueueView } from "@sloserve/policy";
 import type { BackendHealth, ModelBackend } from "./backend.js";
 import { WindowStats } from "./stats.js";
+import { RecentSequences } from "./redeliveries.js";
 import type { QueryMetrics } from "./metrics.js";
 
 /**
@@ -78,6 +79,8 @@ export class VariantInstance {
   private timer: NodeJS.Timeout | undefined;
   private keepAlive: NodeJS.Timeout | undefined;
   private inFlight: Pending[] = [];
+  /** Queries answered lately (stream sequences): a redelivery of one is dropped, not answered twice. */
+  private readonly answered = new RecentSequences();
   private consumer: Consumer | undefined;
   private messages: ConsumerMessages | undefined;
   private stopped = false;
@@ -104,7 +107,7 @@ export class VariantInstance {
     /** Its Prometheus series (ExecutorMetrics.forVariant); none: not exported. */
     private readonly metrics?: QueryMetrics,
   ) {
-    this.pricePerS = variantPricePerSecond(variant.hardware, variant.threads);
+    this.pricePerS = footprintPricePerSecond(footprintOf(variant));
     const profiled = variant.profile?.latencyMs;
     this.runTime = new RunTimeEstimate(profiled && Object.keys(profiled).length > 0 ? (b) => profiledLatencyAt(profiled, b) : undefined);
     this.expectedMs = (b) => this.runTime.expectedMs(b);
@@ -214,6 +217,7 @@ export class VariantInstance {
           msg.nak();
           continue;
         }
+        if (msg.info.deliveryCount > 1 && this.redelivered(msg)) continue;
         const now = this.clock.now();
         const enq = Number(msg.headers?.get(headers.enqueuedAt));
         const deadline = Number(msg.headers?.get(headers.deadline));
@@ -232,6 +236,21 @@ export class VariantInstance {
     }
   }
 
+  /**
+   * A query JetStream delivered again: one answered here is acked and dropped (its first ack was
+   * lost); one still held here takes the new delivery, whose ack the consumer's current leader
+   * expects. False: a query new to this instance (another replica's), to be queued.
+   */
+  private redelivered(msg: JsMsg): boolean {
+    if (this.answered.has(msg.seq)) {
+      msg.ack();
+      return true;
+    }
+    const held = this.queue.items.find((p) => p.msg.seq === msg.seq) ?? this.inFlight.find((p) => p.msg.seq === msg.seq);
+    if (held) held.msg = msg;
+    return held !== undefined;
+  }
+
   private schedule(): void {
     if (this.stopped || this.paused) return;
     const now = this.clock.now();
@@ -243,7 +262,10 @@ export class VariantInstance {
       const batch = this.queue.items.splice(0, decision.size);
       this.inFlight = batch;
       this.busy = true;
-      this.running = this.runBatch(batch).finally(() => {
+      // The engine is free once the batch's outputs are in: the next batch is decided and handed to
+      // it then, so that its inference overlaps this batch's answers being encoded and sent (with
+      // the engine in its own thread, bench/README.md "the data path").
+      this.running = this.runBatch(batch, () => {
         this.busy = false;
         this.idleSinceMs = this.clock.now();
         this.schedule();
@@ -262,8 +284,30 @@ export class VariantInstance {
     this.fail(p, h?.get(headers.replyTo) || undefined, new ServeError(ErrorCode.deadlineExceeded, `query could not finish before its deadline (waited ${nowMs - p.queuedAtMs} ms in the queue of ${this.variant.name})`), h?.get(headers.requestId) || undefined, "shed");
   }
 
-  private async runBatch(batch: Pending[]): Promise<void> {
+  /** Runs a batch and answers its queries; `engineFree` is called once, as soon as the engine is done with it. */
+  private async runBatch(batch: Pending[], engineFree?: () => void): Promise<void> {
+    let freed = false;
+    const free = (): void => {
+      if (freed) return;
+      freed = true;
+      // Starting the next batch must not cost this one its answers.
+      try {
+        engineFree?.();
+      } catch (err) {
+        this.log.error({ err, variant: this.variant.name }, "starting the next batch failed");
+      }
+    };
+    try {
+      await this.runAndAnswer(batch, free);
+    } finally {
+      free();
+    }
+  }
+
+  private async runAndAnswer(batch: Pending[], engineFree: () => void): Promise<void> {
     const started = this.clock.now();
+    // Read now: engineFree() moves it to this batch's end before the answers' timings are written.
+    const idleSinceMs = this.idleSinceMs;
     const startedPrecise = performance.now();
     const expected = this.runTime.expectedMs(batch.length);
     const live: Array<{ p: Pending; inputs: Tensor[]; requestId: string | undefined; id: string | undefined }> = [];
@@ -301,6 +345,7 @@ export class VariantInstance {
     }
     const finished = this.clock.now();
     const runMs = performance.now() - startedPrecise;
+    engineFree();
     this.runTime.observe(live.length, runMs);
     const profiled = this.variant.profile?.latencyMs;
     this.stats.recordBatch(runMs, live.length, profiled ? profiledLatencyAt(profiled, live.length) : runMs);
@@ -317,7 +362,7 @@ export class VariantInstance {
       const receivedAt = Number(l.p.msg.headers?.get(headers.receivedAt)) || l.p.queuedAtMs;
       // batch_wait: the time this query waited while the executor was idle, i.e. for its batch to
       // fill (Wbatch); queue: the rest of its wait, behind batches that ran before it.
-      const batchWait = Math.max(0, started - Math.max(l.p.queuedAtMs, this.idleSinceMs));
+      const batchWait = Math.max(0, started - Math.max(l.p.queuedAtMs, idleSinceMs));
       const timing = {
         queue: Math.max(0, started - l.p.queuedAtMs - batchWait),
         batch_wait: batchWait,
@@ -345,6 +390,7 @@ export class VariantInstance {
       };
       if (replyTo) replyInference(this.bus.nc, replyTo, out, extra, { json: l.p.msg.headers?.get(headers.accept) === "json", requestId: l.requestId });
       l.p.msg.ack();
+      this.answered.add(l.p.msg.seq);
       this.stats.served++;
       if (this.log.isLevelEnabled("debug")) this.log.debug({ requestId: l.requestId, batch: live.length, timing }, "query served");
       this.stats.recordLatency(finished - l.p.queuedAtMs);
@@ -354,6 +400,7 @@ export class VariantInstance {
   private fail(p: Pending, replyTo: string | undefined, err: unknown, requestId: string | undefined, outcome: "error" | "shed" = "error"): void {
     replyError(this.bus.nc, replyTo, err, requestId);
     p.msg.ack();
+    this.answered.add(p.msg.seq);
     this.stats.errors++;
     this.metrics?.[outcome].inc();
   }

@@ -15,14 +15,16 @@ import {
 } from "@sloserve/contracts";
 import type { Bus, Logger } from "@sloserve/bus";
 import type { MetadataStore } from "@sloserve/store";
-import { median, needMoreRuns, nextBatchSize, peakQps, quantile, top1Accuracy } from "@sloserve/policy";
+import { DEFAULT_REPEAT, inputClasses, median, needMoreRuns, nextBatchSize, peakQps, quantile, top1Accuracy, type RepeatPolicy } from "@sloserve/policy";
 import type { BackendFactory, ModelBackend } from "./backend.js";
 
 /**
  * The profiler (INFaaS §3): on a worker of the variant's hardware, measures a model binary's load
  * latency, median and P99 batch latency for batch sizes 1, 2, 4 … 64 (while a batch takes under 2 s;
  * the runs take different rows of the validation set, so the P99 includes the input's effect), the
- * memory it takes, and its accuracy on the model's validation set; then writes the profile of every
+ * memory it takes, its accuracy on the model's validation set, and for a model with dynamic input
+ * dimensions and `sizeClassScales` the same latencies per input size class (libs/policy
+ * input-classes.ts); then writes the profile of every
  * variant of the job (they differ only in max batch) to Redis and announces it. Variants whose max
  * batch could not be measured (too slow) are removed.
  */
@@ -94,6 +96,46 @@ async function accuracyOf(backend: ModelBackend, model: ModelRecord, validation:
   return top1Accuracy(scores, classes, validation.labels);
 }
 
+/** Repeats per batch size of a size class: fewer than the main profile's (a model has several classes). */
+const CLASS_REPEAT: RepeatPolicy = { minRuns: 2, maxRuns: 5, budgetMs: 500 };
+
+/**
+ * Median and P99 latency of batches of 1, 2, 4 … `maxBatch` rows (while a batch takes under 2 s) of
+ * inputs of `shapes` (or the validation set's rows): each run takes the next rows of the validation set
+ * (up to INPUT_VARIETY distinct batches), so the runs' spread includes how the latency depends on the
+ * input; without one, seeded noise. Also the peak RSS seen and the shape measured.
+ */
+export async function measureLatencies(
+  backend: ModelBackend,
+  specs: readonly TensorSpec[],
+  shapes: Record<string, number[]>,
+  validation: ValidationSet | undefined,
+  maxBatch: number,
+  onStep: (message: string) => void = () => undefined,
+  repeat: RepeatPolicy = DEFAULT_REPEAT,
+): Promise<{ latencyMs: Record<string, number>; latencyP99Ms: Record<string, number>; sampleShape: Record<string, number[]>; peakRss: number }> {
+  const latencyMs: Record<string, number> = {};
+  const latencyP99Ms: Record<string, number> = {};
+  let peakRss = process.memoryUsage().rss;
+  let sampleShape: Record<string, number[]> = {};
+  const rowsAvailable = validation?.inputs[0]?.shape[0] ?? 0;
+  for (let b: number | undefined = 1; b !== undefined; ) {
+    const batches = Array.from({ length: validation ? Math.max(1, Math.min(INPUT_VARIETY, Math.ceil(rowsAvailable / b))) : 1 }, (_, i) => sampleBatch(specs, shapes, validation, b!, i * b!));
+    const inputs = batches[0]!;
+    sampleShape = Object.fromEntries(inputs.map((t) => [t.name, t.shape.slice(1)]));
+    await timeRun(backend, inputs); // warm-up
+    const runs: number[] = [];
+    while (needMoreRuns(runs, repeat)) runs.push(await timeRun(backend, batches[runs.length % batches.length]!));
+    const m = median(runs);
+    latencyMs[String(b)] = Math.round(m * 1000) / 1000;
+    latencyP99Ms[String(b)] = Math.round(quantile(runs, 0.99) * 1000) / 1000;
+    peakRss = Math.max(peakRss, process.memoryUsage().rss);
+    onStep(`batch ${b}: ${m.toFixed(2)} ms (median of ${runs.length})`);
+    b = nextBatchSize(b, m, maxBatch);
+  }
+  return { latencyMs, latencyP99Ms, sampleShape, peakRss };
+}
+
 export async function runProfile(job: ProfileJob, deps: ProfileDeps): Promise<VariantRecord[]> {
   const { bus, store, backends, worker, log, clock } = deps;
   const model = await store.getModel(job.model);
@@ -114,34 +156,24 @@ export async function runProfile(job: ProfileJob, deps: ProfileDeps): Promise<Va
   const t0 = performance.now();
   const bytes = await bus.models.getBlob(job.object);
   if (!bytes) throw new Error(`binary ${job.object} is missing from the repository`);
-  const backend = await backends.load(bytes, { threads: job.threads, model: job.model, quantization: job.quantization });
+  const backend = await backends.load(bytes, { threads: job.threads, model: job.model, quantization: job.quantization, variant: job.variants[0] ?? job.model, ...(job.settings ? { settings: job.settings } : {}) });
   const loadLatencyMs = performance.now() - t0;
   step++;
   progress("step", `loaded in ${loadLatencyMs.toFixed(0)} ms`);
   try {
     const validation = model.validationObject ? readValidationSet((await bus.models.getBlob(model.validationObject)) ?? new Uint8Array()) : undefined;
-    const latencyMs: Record<string, number> = {};
-    const latencyP99Ms: Record<string, number> = {};
-    let peakRss = process.memoryUsage().rss;
-    let sampleShape: Record<string, number[]> = {};
-    const rowsAvailable = validation?.inputs[0]?.shape[0] ?? 0;
-    for (let b: number | undefined = 1; b !== undefined; ) {
-      // Each run takes the next rows of the validation set (up to INPUT_VARIETY distinct batches), so the
-      // runs' spread includes how the latency depends on the input; without one, seeded noise.
-      const batches = Array.from({ length: validation ? Math.max(1, Math.min(INPUT_VARIETY, Math.ceil(rowsAvailable / b))) : 1 }, (_, i) => sampleBatch(model.inputs, model.profileShape, validation, b!, i * b!));
-      const inputs = batches[0]!;
-      sampleShape = Object.fromEntries(inputs.map((t) => [t.name, t.shape.slice(1)]));
-      await timeRun(backend, inputs); // warm-up
-      const runs: number[] = [];
-      while (needMoreRuns(runs)) runs.push(await timeRun(backend, batches[runs.length % batches.length]!));
-      const m = median(runs);
-      latencyMs[String(b)] = Math.round(m * 1000) / 1000;
-      latencyP99Ms[String(b)] = Math.round(quantile(runs, 0.99) * 1000) / 1000;
-      peakRss = Math.max(peakRss, process.memoryUsage().rss);
+    const base = await measureLatencies(backend, model.inputs, model.profileShape, validation, maxBatch, (m) => {
       step++;
-      progress("step", `batch ${b}: ${m.toFixed(2)} ms (median of ${runs.length})`);
-      b = nextBatchSize(b, m, maxBatch);
+      progress("step", m);
+    });
+    // Models whose latency depends on the input's size: each size class too (libs/policy input-classes.ts).
+    const classes: NonNullable<VariantProfile["inputClasses"]> = [];
+    for (const c of inputClasses(model.inputs, model.profileShape, model.sizeClassScales ?? [])) {
+      const measured = await measureLatencies(backend, model.inputs, c.shapes, undefined, maxBatch, (m) => progress("step", `${c.name}: ${m}`), CLASS_REPEAT);
+      classes.push({ ...c, latencyMs: measured.latencyMs, latencyP99Ms: measured.latencyP99Ms });
+      base.peakRss = Math.max(base.peakRss, measured.peakRss);
     }
+    const { latencyMs, latencyP99Ms, sampleShape, peakRss } = base;
     const accuracy = validation ? await accuracyOf(backend, model, validation, 64) : null;
     step = steps;
     const profiledAtMs = clock.now();
@@ -154,7 +186,7 @@ export async function runProfile(job: ProfileJob, deps: ProfileDeps): Promise<Va
         log.info({ variant: v.name }, "variant removed: its max batch is too slow to be useful");
         continue;
       }
-      const profile: VariantProfile = { loadLatencyMs, latencyMs, latencyP99Ms, peakQps: peak, memoryBytes, accuracy, sampleShape, worker, profiledAtMs };
+      const profile: VariantProfile = { loadLatencyMs, latencyMs, latencyP99Ms, peakQps: peak, memoryBytes, accuracy, sampleShape, ...(classes.length > 0 ? { inputClasses: classes } : {}), worker, profiledAtMs };
       const record: VariantRecord = { ...v, accuracy, profiled: true, profile };
       await store.putVariant(record);
       updated.push(record);

@@ -24,7 +24,7 @@ import { VariantInstance } from "./instance.js";
 import { runProfile } from "./profiler.js";
 import { mergeFigures } from "./stats.js";
 import type { ExecutorMetrics } from "./metrics.js";
-import { DEFAULT_VARIANT_STATE_CONFIG, nextState, observeWindow, windowedArrivalsQps, type VariantStateMemory } from "@sloserve/policy";
+import { DEFAULT_TYPE_FOR_KIND, DEFAULT_VARIANT_STATE_CONFIG, footprintOf, GPU_MEMORY_BYTES, heldResources, nextState, observeWindow, windowedArrivalsQps, type VariantStateMemory } from "@sloserve/policy";
 
 /**
  * A worker process ("VM" in INFaaS terms): holds several variant instances, obeys load/unload
@@ -43,11 +43,14 @@ export interface WorkerOptions {
   /** Memory this worker offers to variant instances, bytes (their profiled memory is reserved). */
   memoryBytes: number;
   /**
-   * Accelerators (GPUs, NeuronCores) this worker offers; each instance of an accelerator variant holds
-   * one (libs/policy variant-profile). Counted and reported, not enforced (variants may share a device
-   * as they share threads). @default 0
+   * Accelerators (GPUs, NeuronCores) this worker offers; an Inferentia instance holds the NeuronCores
+   * its variant is compiled for, GPU instances share the GPUs by memory footprint (libs/policy
+   * accelerator-share.ts). Counted and reported, not enforced (the model autoscaler places by them).
+   * @default 0
    */
   accelerators?: number;
+  /** GPU workers: memory of each GPU, bytes. @default the GPU of p3.2xlarge (16 GiB) */
+  acceleratorMemoryBytes?: number;
   /** Prometheus metrics of its queries, instances and resources (libs/metrics); none: not exported. */
   metrics?: ExecutorMetrics;
 }
@@ -214,7 +217,7 @@ export class Worker {
     try {
       if (command.action === "load") await this.load(command.variant, command.reason, 1, true);
       else if (command.action === "add") await this.load(command.variant, command.reason, command.count ?? 1, false);
-      else await this.unload(command.variant, command.reason, command.count);
+      else await this.unload(command.variant, command.reason, command.count, command.oldest === true);
     } catch (err) {
       error = (err as Error).message;
       this.log.error({ err, command }, "scale command failed");
@@ -245,7 +248,7 @@ export class Worker {
       const bytes = await this.bus.models.getBlob(variant.object);
       if (!bytes) throw new Error(`model binary ${variant.object} is missing from the repository`);
       for (let i = 0; i < count; i++) {
-        const backend = await this.backends.load(bytes, { threads: variant.threads, model: variant.model, quantization: variant.quantization });
+        const backend = await this.backends.load(bytes, { threads: variant.threads, model: variant.model, quantization: variant.quantization, variant: variant.name, ...(variant.settings ? { settings: variant.settings } : {}) });
         const instance = new VariantInstance(variant, backend, this.bus, { id: this.id, hardware: this.hardware }, this.log.child({ variant: variant.name }), this.clock, this.options.metrics?.forVariant(variant));
         await instance.start();
         this.instances.set(variant.name, [...(this.instances.get(variant.name) ?? []), instance]);
@@ -266,14 +269,17 @@ export class Worker {
     }
   }
 
-  /** Removes `count` instances of a variant (all when undefined); the last one makes it Inactive. */
-  async unload(variantName: string, reason: string, count?: number): Promise<void> {
+  /**
+   * Removes `count` instances of a variant (all when undefined): the newest, or with `oldest` those
+   * loaded first (a move of Interfered instances: the new ones stay). The last one makes it Inactive.
+   */
+  async unload(variantName: string, reason: string, count?: number, oldest = false): Promise<void> {
     const list = this.instances.get(variantName);
     if (!list?.length) return;
     const n = Math.min(count ?? list.length, list.length);
     const model = list[0]?.variant.model ?? "";
-    const removing = list.slice(list.length - n);
-    const keep = list.slice(0, list.length - n);
+    const removing = oldest ? list.slice(0, n) : list.slice(list.length - n);
+    const keep = oldest ? list.slice(n) : list.slice(0, list.length - n);
     if (keep.length === 0) await this.setState(variantName, model, "unloading", reason);
     this.instances.set(variantName, keep);
     for (const instance of removing) await instance.stop();
@@ -361,6 +367,7 @@ export class Worker {
       memoryUsedBytes,
       accelerators: this.options.accelerators ?? 0,
       acceleratorsUsed: held.accelerators,
+      ...(this.hardware === "gpu" ? { acceleratorMemoryBytes: this.options.acceleratorMemoryBytes ?? GPU_MEMORY_BYTES[DEFAULT_TYPE_FOR_KIND.gpu], acceleratorMemoryUsedBytes: held.acceleratorMemoryBytes } : {}),
       rssBytes: mem.rss,
       variants,
     };
@@ -423,16 +430,13 @@ export class Worker {
     return this.held().memoryBytes;
   }
 
-  /** What loaded and loading instances hold: threads, memory (profiled), one accelerator each for accelerator variants. */
-  private held(): { threads: number; memoryBytes: number; accelerators: number } {
+  /**
+   * What loaded and loading instances hold (libs/policy `heldResources`, the rule the model autoscaler
+   * plans with): threads, memory (profiled), the NeuronCores of Inferentia variants, the GPU memory of GPU variants.
+   */
+  private held(): ReturnType<typeof heldResources> {
     const all = [...[...this.instances.values()].flat().map((i) => ({ variant: i.variant, count: 1 })), ...this.loadingNow.values()];
-    const sum = { threads: 0, memoryBytes: 0, accelerators: 0 };
-    for (const { variant, count } of all) {
-      sum.threads += variant.threads * count;
-      sum.memoryBytes += (variant.profile?.memoryBytes ?? 0) * count;
-      sum.accelerators += variant.hardware === "cpu" ? 0 : count;
-    }
-    return sum;
+    return heldResources(all.map(({ variant, count }) => ({ footprint: footprintOf(variant), count })));
   }
 
   private reserve(variant: VariantRecord, n: number): void {

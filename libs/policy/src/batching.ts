@@ -33,13 +33,41 @@ export type BatchDecision =
   | { action: "none"; reason: string };
 
 export function decideBatch(queueLength: number, oldestQueuedAtMs: number | undefined, busy: boolean, nowMs: number, policy: BatchPolicy): BatchDecision {
-  if (busy) return { action: "none", reason: "executor busy" };
-  if (queueLength === 0 || oldestQueuedAtMs === undefined) return { action: "none", reason: "queue empty" };
-  // Reasons are constant strings: this runs once per batch in the simulator's hot loop.
-  if (queueLength >= policy.maxBatch) return { action: "run", size: policy.maxBatch, reason: "batch full (Nbatch)" };
+  return batchStep(queueLength, oldestQueuedAtMs, busy, nowMs, policy).decision;
+}
+
+/**
+ * {@link decideBatch} as a step with nothing late. The decisions that repeat are shared, frozen objects
+ * (the two "none", and "run" by size and reason): this runs once or twice per query in the
+ * simulator's hot loop, where a fresh decision and step each time are most of what a query leaves
+ * for the garbage collector. Reasons are constant strings for the same reason.
+ */
+function batchStep(queueLength: number, oldestQueuedAtMs: number | undefined, busy: boolean, nowMs: number, policy: BatchPolicy): BatchStep {
+  if (busy) return NONE_BUSY;
+  if (queueLength === 0 || oldestQueuedAtMs === undefined) return NONE_EMPTY;
+  if (queueLength >= policy.maxBatch) return runStep(RUN_FULL, policy.maxBatch, "batch full (Nbatch)");
   const due = oldestQueuedAtMs + policy.batchWaitMs;
-  if (nowMs >= due - 1e-9) return { action: "run", size: queueLength, reason: "the oldest query waited Wbatch" };
-  return { action: "wait", untilMs: due, reason: "waiting for the batch to fill until Wbatch" };
+  if (nowMs >= due - 1e-9) return runStep(RUN_WAITED, queueLength, "the oldest query waited Wbatch");
+  return { late: 0, decision: { action: "wait", untilMs: due, reason: "waiting for the batch to fill until Wbatch" } };
+}
+
+function frozenStep(decision: BatchDecision): BatchStep {
+  return Object.freeze({ late: 0, decision: Object.freeze(decision) });
+}
+
+const NONE_BUSY = frozenStep({ action: "none", reason: "executor busy" });
+const NONE_EMPTY = frozenStep({ action: "none", reason: "queue empty" });
+/** Shared "run" steps by batch size, one table per reason (sizes up to MAX_SHARED_SIZE). */
+const RUN_FULL: BatchStep[] = [];
+const RUN_WAITED: BatchStep[] = [];
+const MAX_SHARED_SIZE = 1024;
+
+function runStep(table: BatchStep[], size: number, reason: string): BatchStep {
+  const shared = table[size];
+  if (shared !== undefined) return shared;
+  const step = frozenStep({ action: "run", size, reason });
+  if (Number.isInteger(size) && size >= 0 && size <= MAX_SHARED_SIZE) table[size] = step;
+  return step;
 }
 
 /**
@@ -70,17 +98,19 @@ export interface BatchStep {
  * One step of a batcher that is free to start a batch (`busy` false) or not: the late head first,
  * then {@link decideBatch} over the rest. `expectedRunMs(b)` is the expected run time of a batch of b.
  * Shedding happens only when the batcher could start a batch (a busy one is asked again when it frees).
+ * Steps and decisions may be shared between calls (frozen, see `batchStep`): treat them as read-only.
  */
 export function planBatch(queue: BatchQueueView, busy: boolean, nowMs: number, policy: BatchPolicy, expectedRunMs: (size: number) => number, shedLate = true): BatchStep {
-  if (busy) return { late: 0, decision: { action: "none", reason: "executor busy" } };
+  if (busy) return NONE_BUSY;
   let late = 0;
   if (shedLate) {
     const alone = expectedRunMs(1);
     while (late < queue.length && cannotFinishInTime(queue.deadlineMs(late), nowMs, alone)) late++;
   }
   const rest = queue.length - late;
-  const decision = decideBatch(rest, rest > 0 ? queue.queuedAtMs(late) : undefined, false, nowMs, policy);
-  if (decision.action !== "wait") return { late, decision };
+  const first = batchStep(rest, rest > 0 ? queue.queuedAtMs(late) : undefined, false, nowMs, policy);
+  const decision = first.decision;
+  if (decision.action !== "wait") return late === 0 ? first : { late, decision };
   // The latest start at which every waiting query still finishes by its deadline (the batch as it is now).
   const run = expectedRunMs(rest);
   let latestStart = Infinity;

@@ -41,6 +41,9 @@
  *     (MArk resumes stopped burstable instances; providers without stopped instances launch one). It is
  *     drained (terminated gracefully) when a worker of its kind launched since the notice is up, or
  *     `spotDrainLeadMs` before the interruption at the latest.
+ *     With a spot price series (`spotPrices`, spot-prices.ts), a spot kind's market and price are
+ *     chosen at each tick by `chooseMarket` (the rule the simulator's MArk system uses): on-demand
+ *     while its spot price is above on-demand, and the plan prices the kind at the price of now.
  *
  * A worker the provider reports lost before its first heartbeat failed to boot: it is not replaced,
  * and no worker of its kind is launched for `failedBootBackoffMs` (an executor that cannot start would
@@ -68,6 +71,7 @@ import { instancesThatFit } from "./model-autoscaler.js";
 import { planProvisioning, type ProvisioningState } from "./provisioning.js";
 import { variantLatencyMs, type VariantProfile } from "./selection.js";
 import { initialSloMonitorState, observeRequests, sloMonitorTick, type SloMonitorState } from "./slo-monitor.js";
+import { chooseMarket, type SpotPriceSeries } from "./spot-prices.js";
 import { vmAutoscale, type PendingPlacement, type VmAutoscalerConfig, type VmAutoscalerState, type VmScalingDecision, type VmWorkerView } from "./vm-autoscaler.js";
 
 export interface MachinePlanConfig {
@@ -207,6 +211,12 @@ export interface MachinePlanContext {
   kindOf?: (v: VariantProfile) => string;
   config?: Partial<MachinePlanConfig>;
   state?: MachinePlanState;
+  /**
+   * Spot prices over time (spot-prices.ts). When given, each kind's market and price are those
+   * `chooseMarket` gives its instance type at `nowMs` (spot only for kinds with `spot`; on-demand while
+   * spot costs more than on-demand); without it, `kinds` are taken as they are. @default none
+   */
+  spotPrices?: SpotPriceSeries;
 }
 
 export type MachineTrigger = "infaas" | "predictive" | "slo" | "spot-standby";
@@ -269,7 +279,8 @@ const r1 = (x: number): number => Math.round(x * 10) / 10;
 const r2 = (x: number): number => Math.round(x * 100) / 100;
 const byName = (a: { name: string }, b: { name: string }): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
-export function planMachines(ctx: MachinePlanContext): MachinePlanResult {
+export function planMachines(input: MachinePlanContext): MachinePlanResult {
+  const ctx = input.spotPrices ? { ...input, kinds: kindsAtPrices(input.kinds, input.spotPrices, input.nowMs) } : input;
   const cfg: MachinePlanConfig = { ...DEFAULT_MACHINE_PLAN_CONFIG, ...(ctx.config ?? {}) };
   const prev = ctx.state ?? emptyMachinePlanState();
   const nowMs = ctx.nowMs;
@@ -574,4 +585,18 @@ function mostCommonKind(workers: readonly MachineView[], app: string): string | 
   let best: string | undefined;
   for (const [k, c] of [...n].sort(([a], [b]) => (a < b ? -1 : 1))) if (best === undefined || c > (n.get(best) ?? 0)) best = k;
   return best;
+}
+
+/**
+ * Each kind at the prices of `nowMs`: `chooseMarket` for its instance type (spot allowed where the
+ * kind has `spot`), its price and market replaced by the choice.
+ */
+export function kindsAtPrices(kinds: Readonly<Record<string, MachineKind>>, series: SpotPriceSeries, nowMs: number): Record<string, MachineKind> {
+  const out: Record<string, MachineKind> = {};
+  for (const [k, spec] of Object.entries(kinds)) {
+    // A kind kept on-demand keeps its configured price; a spot kind's on-demand price is its type's.
+    const c = chooseMarket({ type: spec.instanceType, spot: spec.spot ?? false, ...(spec.spot ? {} : { onDemandPerHour: spec.pricePerHour }) }, series, nowMs);
+    out[k] = { ...spec, pricePerHour: c.pricePerHour, spot: c.market === "spot" };
+  }
+  return out;
 }

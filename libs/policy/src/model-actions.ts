@@ -30,6 +30,11 @@
  *    since the last tick (a Tuner scale-down) or lifted (its pipeline gone) unloads the instances it no
  *    longer wants, one at a time from the workers that run most of them, down to the new floor (those
  *    the autoscaler added on its own count too: it adds them back if the load needs them).
+ * 3c. **Interference** (INFaaS §4.1, interference.ts): {@link planMigrations} moves each variant
+ *    Interfered on a worker (its report's state) to free resources on the same worker, else to the
+ *    least-loaded other worker with room: a swap that adds the new instances, holds the model on the
+ *    worker, and unloads the *oldest* instances (the interfered ones) once the new ones are ready. Off
+ *    with `interference: false`.
  * 4. **Decisions.** {@link modelAutoscale} per worker (in name order) for its models not held. Its
  *    candidates are the variants of the model of a kind that some live worker has or that a new worker
  *    can be asked for (`launchableKinds`); a variant of another kind than the worker's fits no instance
@@ -37,7 +42,8 @@
  *    placement elsewhere.
  * 5. **Actions.** replicate → add here; upgrade/downgrade → add here + a swap; remove → unload;
  *    place-elsewhere → for each instance, {@link chooseWorker} among the other live workers of the
- *    variant's kind that have room for it (by `resources`, no oversubscription) + a swap that holds the
+ *    variant's kind that have room for it (by `resources`, no oversubscription; with
+ *    `packBelowUtilisation`, bin packing: the busiest one under it, placement.ts) + a swap that holds the
  *    model until they are ready and then unloads `remove`; the instances no worker can take → one
  *    escalation to the VM autoscaler.
  *
@@ -52,6 +58,7 @@
  * repeat every tick while no worker can take the instances.
  */
 import { modelAutoscale, type InstanceChange, type ModelAutoscalerConfig, type ModelAutoscalerState, type ModelScalingDecision, type RunningVariant } from "./model-autoscaler.js";
+import { planMigrations, type InterferenceConfig, type InterferenceMemory, type MigrationDecision } from "./interference.js";
 import { chooseWorker, type WorkerView } from "./placement.js";
 import type { VariantProfile } from "./selection.js";
 import { DEFAULT_VARIANT_STATE_CONFIG } from "./variant-state.js";
@@ -82,6 +89,8 @@ export interface VariantRuns {
   loading: number;
   /** Arrivals per second at this variant on this worker over the worker's last report period. */
   arrivalsQps: number;
+  /** Its state there is Interfered (variant-state.ts): step 3c moves it. @default false */
+  interfered?: boolean;
 }
 
 /** What a worker runs, as its latest report (live) or the machine (simulator) says. */
@@ -121,6 +130,8 @@ export interface Swap {
   startedAtMs: number;
   /** What decided it, e.g. "upgrade to v ×1". */
   why: string;
+  /** A move of Interfered instances (step 3c): `remove` unloads the oldest instances, those interfered. */
+  migration?: boolean;
 }
 
 /** A command sent and not yet shown by its worker. `delta` > 0 adds, < 0 unloads. */
@@ -142,12 +153,16 @@ export interface ModelActionsState {
   arrivals: Record<string, ArrivalSample[]>;
   /** Per variant, the floor of the last tick (to see it lowered). */
   floors?: Record<string, number>;
+  /** Step 3c's memory: when each move of an Interfered variant ended (interference.ts). */
+  migrations?: InterferenceMemory;
 }
 
 export type ModelAction =
   /** A decision of the autoscaler (holds included), to publish or log. */
-  | { kind: "decision"; worker: string; decision: ModelScalingDecision }
-  | { kind: "add" | "unload"; worker: string; model: string; variant: string; count: number; reason: string }
+  | { kind: "decision"; worker: string; decision: ModelScalingDecision | MigrationDecision }
+  | { kind: "add"; worker: string; model: string; variant: string; count: number; reason: string }
+  /** `oldest`: unload the instances loaded first (a move of Interfered instances), not the newest. */
+  | { kind: "unload"; worker: string; model: string; variant: string; count: number; reason: string; oldest?: true }
   /** Instances no worker could take: ask the VM autoscaler for a worker of `hardware`. */
   | { kind: "escalate"; worker: string; model: string; hardware: string; variant: string; count: number; reason: string }
   /** A swap given up: its old instances stay. */
@@ -177,6 +192,13 @@ export interface ModelActionsContext {
    * keeps them. @default none
    */
   floors?: readonly VariantFloor[];
+  /** Step 3c's settings, or false: Interfered variants are not moved. @default DEFAULT_INTERFERENCE_CONFIG */
+  interference?: Partial<InterferenceConfig> | false;
+  /**
+   * Bin packing for placements elsewhere (placement.ts `packBelow`): the busiest worker with room under
+   * this utilisation. @default undefined (spread: the lowest-utilised)
+   */
+  packBelowUtilisation?: number;
 }
 
 /** A pipeline plan's replica count for a variant: a floor under the autoscaler's scale-downs. */
@@ -299,12 +321,13 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
     for (const [k, need] of Object.entries(profiles.get(variant)?.resources ?? {})) if (view.free[k] !== undefined) view.free[k] -= need * n;
   };
   const inFlight: CommandInFlight[] = [];
-  const command = (view: View, kind: "add" | "unload", model: string, variant: string, count: number, reason: string): void => {
+  const command = (view: View, kind: "add" | "unload", model: string, variant: string, count: number, reason: string, oldest = false): void => {
     const r = runsOf(view, variant);
     inFlight.push({ worker: view.w.name, variant, delta: kind === "add" ? count : -count, baseline: r.ready + r.loading, atMs: nowMs });
     if (kind === "add") take(view, variant, count);
     else r.ready = Math.max(0, r.ready - count);
-    actions.push({ kind, worker: view.w.name, model, variant, count, reason });
+    if (kind === "unload" && oldest) actions.push({ kind, worker: view.w.name, model, variant, count, reason, oldest: true });
+    else actions.push({ kind, worker: view.w.name, model, variant, count, reason });
   };
 
   // 1. Arrival samples, one per new report.
@@ -357,7 +380,7 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
       for (const rm of s.remove) {
         const r = runsOf(origin, rm.variant);
         const n = Math.min(rm.count, r.ready + r.loading);
-        if (n > 0) command(origin, "unload", s.model, rm.variant, n, `${s.why}: ${ready} of ${wanted} new ${s.variant} ready on ${where}, unloading the ${rm.variant} ×${n} they replace`);
+        if (n > 0) command(origin, "unload", s.model, rm.variant, n, `${s.why}: ${ready} of ${wanted} new ${s.variant} ready on ${where}, unloading the ${rm.variant} ×${n} they replace`, s.migration === true);
       }
     } else if (loading === 0) {
       actions.push({ kind: "abandon", worker: s.worker, model: s.model, variant: s.variant, count: wanted, reason: `${s.why}: none of the ${wanted} new ${s.variant} loaded on ${where}; keeping what ${s.worker} runs` });
@@ -443,6 +466,36 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
     }
   }
 
+  // 3c. Interference: move Interfered variants (interference.ts), each as a swap.
+  let migrations: InterferenceMemory = prev.migrations ?? {};
+  if (ctx.interference !== false) {
+    const inProgress = new Set(swaps.filter((s) => s.migration).map((s) => `${s.worker}|${s.variant}`));
+    const heldBy = new Set(swaps.filter((s) => !s.migration).map((s) => `${s.worker}|${s.model}`));
+    const res = planMigrations({
+      nowMs,
+      workers: [...views.values()].map((view) => {
+        const ready: Record<string, number> = {};
+        for (const [v, r] of view.runs) ready[v] = r.ready;
+        return { name: view.w.name, kind: view.w.kind, seenAtMs: view.w.seenAtMs, utilisation: view.w.utilisation, free: view.free, ready, interfered: Object.keys(view.w.variants).filter((v) => view.w.variants[v]?.interfered === true) };
+      }),
+      profileOf: (v) => profiles.get(v),
+      kindOf,
+      inProgress,
+      held: (worker, model) => heldBy.has(`${worker}|${model}`),
+      memory: migrations,
+      config: ctx.interference ?? {},
+    });
+    migrations = res.memory;
+    for (const d of res.decisions) {
+      actions.push({ kind: "decision", worker: d.worker, decision: d });
+      const target = d.action === "migrate" ? views.get(d.to) : undefined;
+      if (d.action !== "migrate" || !target) continue;
+      const baselineReady = runsOf(target, d.variant).ready;
+      command(target, "add", d.model, d.variant, d.count, d.reason);
+      swaps.push({ worker: d.worker, model: d.model, variant: d.variant, added: [{ worker: d.to, count: d.count, baselineReady }], remove: [{ variant: d.variant, count: d.count }], startedAtMs: nowMs, why: `move Interfered ${d.variant} ×${d.count} ${d.local ? `within ${d.worker}` : `from ${d.worker} to ${d.to}`}`, migration: true });
+    }
+  }
+
   // 4-5. The autoscaler per worker, and what its decisions imply.
   const autoscalerState: Record<string, ModelAutoscalerState> = {};
   for (const w of workers) {
@@ -510,8 +563,9 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
           for (; left > 0; left--) {
             const others: WorkerView[] = [...views.values()]
               .filter((o) => o.w.name !== w.name)
-              .map((o) => ({ worker: o.w.name, hardware: o.w.kind, utilisation: o.w.utilisation, threads: 0, threadsUsed: 0, variants: [], seenAtMs: o.w.seenAtMs, free: o.free }));
-            const choice = chooseWorker(others, { variant: v.name, hardware: kindOf(v), threads: 0, resources: v.resources ?? {}, allowOversubscription: false }, nowMs);
+              .map((o) => ({ worker: o.w.name, hardware: o.w.kind, utilisation: o.w.utilisation, threads: 0, threadsUsed: 0, variants: [], seenAtMs: o.w.seenAtMs, free: o.free, instances: [...o.runs.values()].reduce((n, r) => n + r.ready + r.loading, 0) }));
+            const pack = ctx.packBelowUtilisation !== undefined ? { packBelow: ctx.packBelowUtilisation } : {};
+            const choice = chooseWorker(others, { variant: v.name, hardware: kindOf(v), threads: 0, resources: v.resources ?? {}, allowOversubscription: false, ...pack }, nowMs);
             const target = choice.worker === undefined ? undefined : views.get(choice.worker);
             if (!target) {
               refusal = choice.reason;
@@ -539,5 +593,5 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
       }
     }
   }
-  return { actions, state: { autoscaler: autoscalerState, swaps, inFlight, arrivals, floors: floorCounts } };
+  return { actions, state: { autoscaler: autoscalerState, swaps, inFlight, arrivals, floors: floorCounts, migrations } };
 }

@@ -176,6 +176,32 @@ export function observedOverflowCapacity(
   return { ...base, peakQpsPerInstance: base.peakQpsPerInstance / slowdown, batchLatencyMs: base.batchLatencyMs * slowdown };
 }
 
+/** A batch running on a replica: its size and when it started and is expected to end, ms. */
+export interface BatchInService {
+  size: number;
+  startMs: number;
+  endMs: number;
+}
+
+/**
+ * The queries ahead of one that joins a variant's queue at `nowMs`: those waiting, plus the work still
+ * left of the batches in service, in queries (a batch of b that is a third done counts 2b/3). Without
+ * the second term a query that arrives while every replica has just started a batch is estimated at
+ * Wbatch + T(Nbatch), though it cannot start before one of them ends; with the whole batches counted
+ * it is charged a full T(Nbatch) more even when they are about to end. The simulator knows its batches
+ * exactly; the live dispatcher's backlog estimate ({@link drainBacklog}) keeps each query it queued
+ * until μ* has drained it, so it counts the queries in service the same way, as a fluid.
+ */
+export function queueAheadOf(waiting: number, inService: Iterable<BatchInService>, nowMs: number): number {
+  let ahead = waiting;
+  for (const b of inService) {
+    const span = b.endMs - b.startMs;
+    if (b.size <= 0 || b.endMs <= nowMs) continue;
+    ahead += span > 0 ? (b.size * Math.min(span, b.endMs - nowMs)) / span : b.size;
+  }
+  return ahead;
+}
+
 /** A dispatcher's estimate of the queries waiting in one variant's queue, at `atMs`. */
 export interface BacklogEstimate {
   queries: number;

@@ -6,6 +6,15 @@
  * and the worker its `free` resources, by those (every resource, accelerators included; a resource the
  * worker does not list is one it lacks): the model autoscaler's place-elsewhere (libs/policy
  * model-actions) asks this way, live and in the simulator.
+ *
+ * **Bin packing** (INFaaS §4.2.3 "online bin packing", §6.3 "bin-packing … to one GPU at low load"):
+ * with `packBelow` set, the load goes to the *busiest* worker with room whose utilisation is still
+ * under `packBelow` (best fit by utilisation headroom; ties: the one holding most instances, then by
+ * name), so a worker is filled before another is woken and idle workers stay idle for the VM autoscaler
+ * to release. When every worker with room is at or over `packBelow`, it spreads as without it (the
+ * lowest-utilised): packing then would cost latency. {@link PACK_BELOW_UTILISATION} is INFaaS's 80%
+ * (the VM autoscaler's threshold). Caveat: utilisation is the last report's; a load placed since does
+ * not show yet, so several loads in one second may go to one worker (its room still bounds them).
  */
 import { instancesThatFit } from "./model-autoscaler.js";
 
@@ -25,7 +34,12 @@ export interface WorkerView {
   seenAtMs: number;
   /** Free amount of each resource (threads, memoryBytes, accelerators, …), for requests with `resources`. */
   free?: Readonly<Record<string, number>>;
+  /** Instances loaded or loading there (bin packing's tie-break: the fuller worker). @default variants.length */
+  instances?: number;
 }
+
+/** Pack loads onto workers under this utilisation (INFaaS's 80% threshold, §4.2.3). */
+export const PACK_BELOW_UTILISATION = 0.8;
 
 export interface PlacementRequest {
   variant: string;
@@ -45,6 +59,11 @@ export interface PlacementRequest {
   allowOversubscription?: boolean;
   /** What one instance needs of each resource; judged against the workers' `free` instead of threads and memory. */
   resources?: Readonly<Record<string, number>>;
+  /**
+   * Bin packing: the busiest worker with room under this utilisation, else spread (see the header).
+   * @default undefined (spread: the lowest-utilised worker)
+   */
+  packBelow?: number;
 }
 
 export type PlacementDecision =
@@ -79,7 +98,18 @@ export function chooseWorker(workers: readonly WorkerView[], request: PlacementR
       ? { worker: undefined, reason: `every live ${request.hardware} worker already runs ${request.variant}` }
       : { worker: undefined, reason: `no ${request.hardware} worker can take ${request.variant}` };
   }
-  const best = [...pool].sort((a, b) => a.utilisation - b.utilisation || a.variants.length - b.variants.length || a.worker.localeCompare(b.worker))[0] as WorkerView;
   const note = fits.length > 0 ? "" : " (oversubscribing threads: no worker has free threads)";
-  return { worker: best.worker, reason: `lowest-utilised ${request.hardware} worker (${(best.utilisation * 100).toFixed(0)}% busy, ${best.variants.length} variants)${note}` };
+  const packBelow = request.packBelow;
+  // (never packing onto a worker without room: that would oversubscribe the busiest one)
+  if (packBelow !== undefined && fits.length > 0) {
+    const fullness = (w: WorkerView): number => w.instances ?? w.variants.length;
+    const under = pool.filter((w) => w.utilisation < packBelow);
+    const fullest = under.sort((a, b) => b.utilisation - a.utilisation || fullness(b) - fullness(a) || a.worker.localeCompare(b.worker))[0];
+    if (fullest) {
+      return { worker: fullest.worker, reason: `bin packing: the busiest ${request.hardware} worker with room under ${Math.round(packBelow * 100)}% busy (${(fullest.utilisation * 100).toFixed(0)}% busy, ${fullness(fullest)} instance(s))` };
+    }
+  }
+  const best = [...pool].sort((a, b) => a.utilisation - b.utilisation || a.variants.length - b.variants.length || a.worker.localeCompare(b.worker))[0] as WorkerView;
+  const spread = packBelow !== undefined && fits.length > 0 ? `; every one with room is ${Math.round(packBelow * 100)}% busy or more, so not packing` : "";
+  return { worker: best.worker, reason: `lowest-utilised ${request.hardware} worker (${(best.utilisation * 100).toFixed(0)}% busy, ${best.variants.length} variants)${note}${spread}` };
 }

@@ -18,6 +18,10 @@
  *    refused; the model autoscaler is what relieves it.
  * 4. Else: infeasible, with the closest variant (accuracy, latency and cost it offers) and a reason.
  *
+ * A query may say how large its input is (`inputElements`): a variant profiled per input size class
+ * (input-classes.ts) is then judged by the latency of the query's class (the order in which step 2
+ * tries Inactive variants stays that of their base profile).
+ *
  * Unprofiled variants are never selected. Cost per query = `costPerQuery` if the profile gives one,
  * else price per second / peak QPS (the cost of a query on a saturated instance).
  *
@@ -31,6 +35,7 @@
  * the same algorithm as a plain scan, kept as the reference for tests.
  */
 import type { HardwareKind } from "./costs.js";
+import { classFor } from "./input-classes.js";
 
 export type VariantState = "inactive" | "loading" | "active" | "overloaded" | "interfered";
 
@@ -86,6 +91,11 @@ export interface VariantProfile {
   resources?: Record<string, number>;
   /** Batches one instance runs at once (pipelined accelerators). @default 1 */
   concurrency?: number;
+  /**
+   * Latency by batch size per input size class (input-classes.ts), by the elements of one query,
+   * ascending; absent: `latencyMs` holds for every input.
+   */
+  inputClasses?: ReadonlyArray<{ elements: number; latencyMs: Record<number, number> }>;
 }
 
 export interface WorkerLoad {
@@ -117,6 +127,8 @@ export interface QueryRequirements {
   /** 0..1 @default 0 */
   minAccuracy?: number;
   maxCostPerQuery?: number;
+  /** Elements of the query's input (one row, all inputs): variants are judged by the latency of its size class. */
+  inputElements?: number;
 }
 
 export interface ClosestVariant {
@@ -166,6 +178,8 @@ interface Entry {
   v: VariantProfile;
   cost: number;
   latency: number;
+  /** Latency at its batch size per input size class (elements ascending), when profiled so. */
+  classLatency: Array<{ elements: number; latency: number }> | undefined;
   loadPlusInfer: number;
   rt: VariantRuntime;
   active: boolean;
@@ -179,6 +193,7 @@ function makeEntry(v: VariantProfile, rt: VariantRuntime): Entry {
     v,
     cost: costPerQuery(v),
     latency,
+    classLatency: v.inputClasses?.map((c) => ({ elements: c.elements, latency: variantLatencyMs({ ...v, latencyMs: c.latencyMs }) })),
     loadPlusInfer: v.loadLatencyMs + latency,
     rt,
     active: false,
@@ -196,6 +211,7 @@ interface Memo {
   latencyMs: number;
   minAccuracy: number;
   maxCostPerQuery: number | undefined;
+  inputElements: number | undefined;
   allowLoad: boolean;
   decision: SelectionDecision;
 }
@@ -216,12 +232,20 @@ interface AppIndex {
   active: Entry[];
   /** Every variant of the app, profiled or not (for "closest"). */
   all: Entry[];
+  /** Variants profiled per input size class: while none is, a query's input size does not key its memo. */
+  sized: number;
+}
+
+/** The variant's latency for the query: of the query's input size class when both know one (input-classes.ts). */
+function latencyFor(e: Entry, req: QueryRequirements): number {
+  if (req.inputElements === undefined || e.classLatency === undefined) return e.latency;
+  return classFor(e.classLatency, req.inputElements)?.latency ?? e.latency;
 }
 
 function meets(e: Entry, req: QueryRequirements): boolean {
   return (
     e.v.accuracy >= (req.minAccuracy ?? 0) &&
-    e.latency <= req.latencyMs &&
+    latencyFor(e, req) <= req.latencyMs &&
     (req.maxCostPerQuery === undefined || e.cost <= req.maxCostPerQuery)
   );
 }
@@ -269,7 +293,8 @@ function shortfall(e: Entry, req: QueryRequirements): number {
   const minAcc = req.minAccuracy ?? 0;
   let d = 0;
   if (e.v.accuracy < minAcc) d += (minAcc - e.v.accuracy) / Math.max(minAcc, 1e-9);
-  if (e.latency > req.latencyMs) d += (e.latency - req.latencyMs) / Math.max(req.latencyMs, 1e-9);
+  const latency = latencyFor(e, req);
+  if (latency > req.latencyMs) d += (latency - req.latencyMs) / Math.max(req.latencyMs, 1e-9);
   if (req.maxCostPerQuery !== undefined && e.cost > req.maxCostPerQuery) d += (e.cost - req.maxCostPerQuery) / Math.max(req.maxCostPerQuery, 1e-12);
   return d;
 }
@@ -323,10 +348,11 @@ export class SelectionIndex {
     this.entries.set(v.name, e);
     let app = this.apps.get(v.app);
     if (!app) {
-      app = { memo: [], memoNext: 0, memoVersion: 0, byCost: [], byLoadLatency: [], active: [], all: [] };
+      app = { memo: [], memoNext: 0, memoVersion: 0, byCost: [], byLoadLatency: [], active: [], all: [], sized: 0 };
       this.apps.set(v.app, app);
     }
     app.all.push(e);
+    if (e.classLatency) app.sized++;
     if (v.profiled) {
       insertSorted(app.byCost, e, byCostCmp);
       insertSorted(app.byLoadLatency, e, byLoadCmp);
@@ -344,6 +370,7 @@ export class SelectionIndex {
       removeFrom(app.byLoadLatency, e);
       removeFrom(app.active, e);
       removeFrom(app.all, e);
+      if (e.classLatency) app.sized--;
     }
     this.entries.delete(name);
   }
@@ -389,17 +416,18 @@ export class SelectionIndex {
     if (!idx) return { kind: "infeasible", closest: null, reason: `unknown app "${app}": no variants registered` };
     const minAccuracy = req.minAccuracy ?? 0;
     const allowLoad = options?.allowLoad !== false; // (no default `{}`: this runs per query)
+    const inputElements = idx.sized > 0 ? req.inputElements : undefined;
     if (idx.memoVersion !== this.version) {
       idx.memo.length = 0;
       idx.memoNext = 0;
       idx.memoVersion = this.version;
     }
     for (const m of idx.memo) {
-      if (m.latencyMs === req.latencyMs && m.minAccuracy === minAccuracy && m.maxCostPerQuery === req.maxCostPerQuery && m.allowLoad === allowLoad) return m.decision;
+      if (m.latencyMs === req.latencyMs && m.minAccuracy === minAccuracy && m.maxCostPerQuery === req.maxCostPerQuery && m.inputElements === inputElements && m.allowLoad === allowLoad) return m.decision;
     }
     const decision = this.decide(idx, app, req, allowLoad);
     if (decision.kind === "infeasible" && decision.closest) Object.freeze(decision.closest);
-    const memo: Memo = { latencyMs: req.latencyMs, minAccuracy, maxCostPerQuery: req.maxCostPerQuery, allowLoad, decision: Object.freeze(decision) };
+    const memo: Memo = { latencyMs: req.latencyMs, minAccuracy, maxCostPerQuery: req.maxCostPerQuery, inputElements, allowLoad, decision: Object.freeze(decision) };
     if (idx.memo.length < MEMO_SIZE) idx.memo.push(memo);
     else idx.memo[idx.memoNext] = memo;
     idx.memoNext = (idx.memoNext + 1) % MEMO_SIZE;
@@ -432,7 +460,7 @@ export class SelectionIndex {
       if (e.active || !meets(e, req)) continue;
       const st = e.rt.state;
       if (st === "loading") {
-        if (!loading || e.latency < loading.latency) loading = e;
+        if (!loading || latencyFor(e, req) < latencyFor(loading, req)) loading = e;
       } else if (st === "inactive") {
         inactive ??= e;
       } else if (!degraded || headroom(e.rt, e.v) > headroom(degraded.rt, degraded.v)) {
@@ -451,7 +479,7 @@ export class SelectionIndex {
     }
     // Step 2 read as "load + inference within the SLO": an Inactive variant that cannot be loaded and
     // answer in time is no candidate (the query goes on to step 3).
-    if (inactive && this.inactiveRule === "load-and-inference" && inactive.loadPlusInfer > req.latencyMs) inactive = undefined;
+    if (inactive && this.inactiveRule === "load-and-inference" && inactive.v.loadLatencyMs + latencyFor(inactive, req) > req.latencyMs) inactive = undefined;
     if (inactive && allowLoad) {
       // Our refinement: the query waits for a load anyway, so if the cheapest feasible variant can
       // be loaded and answer within the SLO, load that one: later queries will use it.
@@ -488,7 +516,7 @@ export class SelectionIndex {
 function cheapestLoadableInSlo(byCost: readonly Entry[], req: QueryRequirements): Entry | undefined {
   for (const e of byCost) {
     if (e.active || e.rt.state !== "inactive" || !e.v.profiled || !meets(e, req)) continue;
-    if (e.loadPlusInfer <= req.latencyMs) return e;
+    if (e.v.loadLatencyMs + latencyFor(e, req) <= req.latencyMs) return e;
   }
   return undefined;
 }
@@ -551,14 +579,14 @@ export function selectVariant(
     return { kind: "active", variant: pick.v, ...(worker !== undefined ? { worker } : {}), reason: `cheapest active variant meeting the query (${pick.v.name})` };
   }
   const feasible = all.filter((e) => !e.active && e.v.profiled && meets(e, req));
-  const loading = feasible.filter((e) => e.rt.state === "loading").sort((a, b) => a.latency - b.latency || byLoadCmp(a, b))[0];
+  const loading = feasible.filter((e) => e.rt.state === "loading").sort((a, b) => latencyFor(a, req) - latencyFor(b, req) || byLoadCmp(a, b))[0];
   if (loading) {
     const worker = leastLoaded(loading.rt);
     return { kind: "load", variant: loading.v, ...(worker !== undefined ? { worker } : {}), alreadyLoading: true, reason: `${loading.v.name} is loading` };
   }
   const inSlo = (options.inactiveRule ?? DEFAULT_INACTIVE_RULE) === "load-and-inference";
   const inactive = options.allowLoad === false ? undefined : (cheapestLoadableInSlo([...feasible].sort(byCostCmp), req) ??
-    feasible.filter((e) => e.rt.state === "inactive" && (!inSlo || e.loadPlusInfer <= req.latencyMs)).sort(byLoadCmp)[0]);
+    feasible.filter((e) => e.rt.state === "inactive" && (!inSlo || e.v.loadLatencyMs + latencyFor(e, req) <= req.latencyMs)).sort(byLoadCmp)[0]);
   if (inactive) {
     let best: WorkerInfo | undefined;
     for (const w of workers) if (w.hardware === inactive.v.hardware && (!best || w.utilization < best.utilization)) best = w;

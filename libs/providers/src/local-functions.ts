@@ -355,6 +355,9 @@ export class LocalFunctionPool implements FunctionProvider {
     const env: Record<string, string | undefined> = { ...process.env, ...this.options.env, FUNCTION_ID: id, FUNCTION_THREADS: String(this.config.threads) };
     delete env.NATS_URL;
     delete env.MODELS_DIR;
+    // Its own NATS user comes in options.env (libs/bus natsChildEnv), never the dispatcher's.
+    if (this.options.env?.NATS_USER === undefined) delete env.NATS_USER;
+    if (this.options.env?.NATS_PASSWORD === undefined) delete env.NATS_PASSWORD;
     if ("natsUrl" in this.options.models) env.NATS_URL = this.options.models.natsUrl;
     else env.MODELS_DIR = this.options.models.dir;
     const child = fork(this.entry, [], {

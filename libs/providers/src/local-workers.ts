@@ -115,6 +115,9 @@ export class LocalWorkerProvider implements WorkerProvider {
     const { entry: script } = executorFor(instance.kind, root);
     const env: Record<string, string | undefined> = {
       ...process.env,
+      // Its own NATS user comes in kindEnv (libs/bus natsChildEnv), never the launcher's (spawn drops undefined).
+      NATS_USER: undefined,
+      NATS_PASSWORD: undefined,
       ...this.options.kindEnv?.[instance.kind],
       ...spec.env,
       WORKER_ID: instance.workerId,

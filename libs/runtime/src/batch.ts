@@ -11,11 +11,12 @@ export async function runConcatenated(
   queries: ReadonlyArray<readonly Tensor[]>,
   inputs: readonly TensorSpec[],
   batchable: boolean,
-  run: (feeds: readonly Tensor[]) => Promise<Tensor[]>,
+  /** `owned`: the feeds were built here (a concatenation) and nothing else holds them, so the engine may take their buffers. */
+  run: (feeds: readonly Tensor[], owned: boolean) => Promise<Tensor[]>,
 ): Promise<Tensor[][]> {
   if (queries.length === 1 || !batchable) {
     const out: Tensor[][] = [];
-    for (const q of queries) out.push(await run(q));
+    for (const q of queries) out.push(await run(q, false));
     return out;
   }
   const groups = new Map<string, number[]>();
@@ -29,7 +30,7 @@ export async function runConcatenated(
   for (const indices of groups.values()) {
     if (indices.length === 1) {
       const i = indices[0] as number;
-      results[i] = await run(queries[i] as Tensor[]);
+      results[i] = await run(queries[i] as Tensor[], false);
       continue;
     }
     const rows = indices.map((i) => (queries[i] as Tensor[])[0]?.shape[0] ?? 1);
@@ -47,7 +48,7 @@ export async function runConcatenated(
       }
       feeds.push({ name: spec.name, datatype: spec.datatype, data, shape });
     }
-    const out = await run(feeds);
+    const out = await run(feeds, true);
     let row = 0;
     indices.forEach((qi, k) => {
       const n = rows[k] as number;

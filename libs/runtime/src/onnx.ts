@@ -26,8 +26,8 @@ export interface ModelSignature {
 export interface RunnerOptions {
   /** Threads onnxruntime may use inside one operator. @default 1 */
   intraOpThreads?: number;
-  /** Execution providers in order of preference. @default ["cpu"] */
-  executionProviders?: string[];
+  /** Execution providers in order of preference, by name or with their options (`deviceId`). @default ["cpu"] */
+  executionProviders?: Array<string | { name: string; deviceId?: number }>;
 }
 
 function specOf(meta: ort.InferenceSession.ValueMetadata, kind: "input" | "output"): TensorSpec {
@@ -73,7 +73,8 @@ function fromOrt(name: string, spec: TensorSpec | undefined, t: ort.Tensor): Ten
 /** Runs one set of feeds; outputs come back in signature order. */
 interface Engine {
   signature: ModelSignature;
-  run(inputs: readonly Tensor[]): Promise<Tensor[]>;
+  /** `owned`: the caller no longer needs the inputs' buffers (the engine may take them instead of copying). */
+  run(inputs: readonly Tensor[], owned?: boolean): Promise<Tensor[]>;
   release(): Promise<void>;
 }
 
@@ -134,11 +135,15 @@ class ThreadEngine implements Engine {
     return new ThreadEngine(thread, { inputs: ready.inputs.map((m) => specOf(m, "input")), outputs: ready.outputs.map((m) => specOf(m, "output")) });
   }
 
-  run(inputs: readonly Tensor[]): Promise<Tensor[]> {
+  run(inputs: readonly Tensor[], owned = false): Promise<Tensor[]> {
     const id = this.nextId++;
-    // Copy each input into its own buffer (inputs may be views into a large network buffer) and
-    // hand the copies over without a second copy.
-    const own = inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: t.data.slice() as Tensor["data"] }));
+    // Inputs may be views into a large network buffer: each is copied into its own buffer and the
+    // copy handed over without a second copy. Owned inputs (a batch concatenated for this run) that
+    // fill their buffer are handed over as they are: no copy at all.
+    const own = inputs.map((t) => {
+      const whole = owned && t.data.byteOffset === 0 && t.data.byteLength === t.data.buffer.byteLength && t.data.buffer instanceof ArrayBuffer;
+      return { name: t.name, datatype: t.datatype, shape: t.shape, data: (whole ? t.data : t.data.slice()) as Tensor["data"] };
+    });
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
       this.thread.postMessage({ type: "run", id, inputs: own, outputNames: this.signature.outputs.map((o) => o.name) }, own.map((t) => t.data.buffer as ArrayBuffer));
@@ -207,7 +212,7 @@ export class OnnxRunner {
    * trailing dimensions), otherwise one by one. Returns each query's outputs, in order.
    */
   async runBatch(queries: ReadonlyArray<readonly Tensor[]>): Promise<Tensor[][]> {
-    return runConcatenated(queries, this.signature.inputs, this.batchable, (feeds) => this.engine.run(feeds));
+    return runConcatenated(queries, this.signature.inputs, this.batchable, (feeds, owned) => this.engine.run(feeds, owned));
   }
 }
 

@@ -37,3 +37,45 @@ export function costByKey<T extends Billable>(items: Iterable<T>, atMs: number, 
   }
   return out;
 }
+
+/**
+ * The billed cost of a growing list of items at a time, added up item by item in list order (so the
+ * very number `Σ billedCost` gives, float rounding included): an item whose billing has ended costs
+ * the same at every time from then on (from max(billedToMs, billedFromMs)), and that cost is kept
+ * instead of recomputed. Items' billing fields may change only from `billedToMs` null to a time.
+ */
+export class BilledSum<T extends Billable> {
+  private readonly items: T[] = [];
+  /** Per item: from when its cost is fixed (Infinity while it is billed), and that cost. */
+  private readonly fixedFromMs: number[] = [];
+  private readonly fixedCost: number[] = [];
+
+  push(item: T): void {
+    this.items.push(item);
+    this.fixedFromMs.push(Infinity);
+    this.fixedCost.push(0);
+  }
+
+  /** `c` plus the costs at `atMs` of items[from ..], in order. */
+  sum(from: number, atMs: number, c: number): number {
+    const items = this.items;
+    const fixedFromMs = this.fixedFromMs;
+    for (let i = from; i < items.length; i++) {
+      if (atMs >= (fixedFromMs[i] as number)) {
+        c += this.fixedCost[i] as number;
+        continue;
+      }
+      const item = items[i] as T;
+      const cost = billedCost(item, atMs);
+      c += cost;
+      if (item.billedToMs !== null) {
+        const fixedFrom = Math.max(item.billedToMs, item.billedFromMs);
+        if (atMs >= fixedFrom) {
+          fixedFromMs[i] = fixedFrom;
+          this.fixedCost[i] = cost;
+        }
+      }
+    }
+    return c;
+  }
+}

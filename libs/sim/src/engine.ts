@@ -52,7 +52,7 @@
  * Spot loss: `sim.killMachine(m)` puts the batches it was running back at the head of their queues.
  */
 import { cannotFinishInTime, chooseContainer, createRng, expiredContainers, lambdaCost, planBatch, type Rng } from "@sloserve/policy";
-import { billedCost } from "./billing.js";
+import { BilledSum, billedCost } from "./billing.js";
 import {
   FunctionPool,
   Machine,
@@ -195,6 +195,9 @@ interface Stream {
   nextSeq: number;
 }
 
+/** A query as the engine writes it (reused from one arrival to a later one, see `freeQueries`). */
+type QueryRecord = { -readonly [K in keyof Query]: Query[K] };
+
 interface Ticker {
   periodMs: number;
   fn: (nowMs: number) => void;
@@ -221,6 +224,12 @@ export class Simulator {
   private readonly heap = new EventHeap<Ev>();
   /** Handled events, reused by `schedule` (a run schedules about two per query: no garbage for them). */
   private readonly freeEvents: Ev[] = [];
+  /**
+   * Queries that have completed or been dropped (every branch back), reused by the next arrivals: a
+   * fresh query per arrival is young garbage that the queues (old objects) point at while it waits,
+   * which is what the collector's scavenges pay for. Nothing in the engine keeps a finished query.
+   */
+  private readonly freeQueries: QueryRecord[] = [];
   private seq = 0;
   private nextId = 0;
   private readonly streams: Stream[] = [];
@@ -288,6 +297,8 @@ export class Simulator {
   launchMachine(opts: MachineOptions): Machine {
     const m = new Machine(this.machines.length, opts, this.nowMs);
     this.machines.push(m);
+    this.machineCosts.push(m);
+    this.openMachines.push(m);
     this.schedule(this.nowMs + (opts.bootMs ?? 0), Kind.MachineReady, m);
     return m;
   }
@@ -298,6 +309,7 @@ export class Simulator {
    */
   terminateMachine(m: Machine): void {
     if (m.state === "terminated" || m.state === "draining") return;
+    if (m.billedToMs === null) removeFrom(this.openMachines, m);
     m.billedToMs = this.nowMs;
     m.state = "draining";
     for (const r of [...m.replicas]) this.removeReplica(r);
@@ -310,6 +322,7 @@ export class Simulator {
    */
   killMachine(m: Machine): void {
     if (m.state === "terminated") return;
+    if (m.billedToMs === null) removeFrom(this.openMachines, m);
     m.billedToMs ??= this.nowMs;
     m.state = "terminated";
     m.failed = true;
@@ -337,6 +350,8 @@ export class Simulator {
     if (machine && !machine.fits(opts.uses ?? {})) return null;
     const r = new Replica(this.allReplicas.length, queue, machine, opts, this.nowMs);
     this.allReplicas.push(r);
+    // (a replica without a price adds 0 to every sum of costs: only priced ones are summed)
+    if (r.pricePerS > 0) this.replicaCosts.push(r);
     queue.replicas.push(r);
     queue.replicaVersion++;
     if (machine) {
@@ -412,11 +427,17 @@ export class Simulator {
         this.closedUntilMs = Math.max(this.closedUntilMs, m.billedToMs, m.billedFromMs);
       }
     }
-    for (; i < machines.length; i++) c += billedCost(machines[i] as Machine, atMs);
-    for (const r of this.allReplicas) c += billedCost(r, atMs);
+    c = this.machineCosts.sum(i, atMs, c);
+    c = this.replicaCosts.sum(0, atMs, c);
     for (const p of this.pools) c += p.costDollars;
     return c;
   }
+
+  /** Every machine (by id) and every priced replica, with their costs kept once their billing has ended. */
+  private readonly machineCosts = new BilledSum<Machine>();
+  private readonly replicaCosts = new BilledSum<Replica>();
+  /** Machines still billed (billedToMs null), by id: the per-second sample counts them. */
+  private readonly openMachines: Machine[] = [];
 
   /** costDollars' memory: machines[0 .. closedMachines) have stopped billing; closedSum is their cost, valid from closedUntilMs on. */
   private closedMachines = 0;
@@ -587,20 +608,36 @@ export class Simulator {
   private onArrival(s: Stream, t: number): void {
     this.activeStreams--;
     const spec = s.spec;
-    const q: Query = {
-      id: this.nextId++,
-      stream: s.index,
-      app: spec.app,
-      arrivalMs: t,
-      sloMs: spec.sloMs,
-      minAccuracy: spec.minAccuracy ?? 0,
-      maxCostPerQuery: spec.maxCostPerQuery ?? Infinity,
-      enqueuedMs: t,
-      hops: 0,
-      outstanding: 1,
-      failed: false,
-      data: undefined,
-    };
+    let q = this.freeQueries.pop();
+    if (q === undefined) {
+      q = {
+        id: this.nextId++,
+        stream: s.index,
+        app: spec.app,
+        arrivalMs: t,
+        sloMs: spec.sloMs,
+        minAccuracy: spec.minAccuracy ?? 0,
+        maxCostPerQuery: spec.maxCostPerQuery ?? Infinity,
+        enqueuedMs: t,
+        hops: 0,
+        outstanding: 1,
+        failed: false,
+        data: undefined,
+      };
+    } else {
+      q.id = this.nextId++;
+      q.stream = s.index;
+      q.app = spec.app;
+      q.arrivalMs = t;
+      q.sloMs = spec.sloMs;
+      q.minAccuracy = spec.minAccuracy ?? 0;
+      q.maxCostPerQuery = spec.maxCostPerQuery ?? Infinity;
+      q.enqueuedMs = t;
+      q.hops = 0;
+      q.outstanding = 1;
+      q.failed = false;
+      q.data = undefined;
+    }
     if (spec.init !== undefined) spec.init(q, this);
     this.arrivals++;
     this.inFlight++;
@@ -651,9 +688,13 @@ export class Simulator {
     if (queue.avail.length > 0) this.tryDispatch(queue);
   }
 
-  private branchDone(q: Query): void {
+  private branchDone(q: QueryRecord): void {
     q.outstanding--;
-    if (q.outstanding > 0 || q.failed) return;
+    if (q.outstanding > 0) return;
+    if (q.failed) {
+      this.freeQueries.push(q);
+      return;
+    }
     const lat = this.nowMs - q.arrivalMs;
     this.inFlight--;
     this.completed++;
@@ -670,18 +711,21 @@ export class Simulator {
     } else {
       this.count(this.missedSeries);
     }
+    this.freeQueries.push(q);
   }
 
-  private fail(q: Query, reason: string): void {
+  private fail(q: QueryRecord, reason: string): void {
     q.outstanding--;
-    if (q.failed) return;
-    q.failed = true;
-    this.inFlight--;
-    this.dropped++;
-    this.droppedByReason[reason] = (this.droppedByReason[reason] ?? 0) + 1;
-    this.count(this.droppedSeries);
-    this.count(this.missedSeries);
-    this.statsOf(q).dropped++;
+    if (!q.failed) {
+      q.failed = true;
+      this.inFlight--;
+      this.dropped++;
+      this.droppedByReason[reason] = (this.droppedByReason[reason] ?? 0) + 1;
+      this.count(this.droppedSeries);
+      this.count(this.missedSeries);
+      this.statsOf(q).dropped++;
+    }
+    if (q.outstanding === 0) this.freeQueries.push(q);
   }
 
   private invoke(q: Query, pool: FunctionPool): void {
@@ -765,30 +809,39 @@ export class Simulator {
    */
   private startBatch(r: Replica, n: number): void {
     const queue = r.queue;
-    let queries: Query[] | null = null; // (allocated at its first query, at its size for a batch of one)
+    // A batch record and its array of queries from the pool (see `freeBatches`).
+    const b = this.freeBatches.pop() ?? { replica: r, queries: [], startMs: 0, endMs: 0, profiledMs: 0, cancelled: false };
+    const queries = b.queries;
     const expected = queue.shedLate ? r.expectedMs(n) : 0;
     for (let k = 0; k < n; k++) {
       const q = queue._shift() as Query;
       if (queue.shedLate && cannotFinishInTime(q.arrivalMs + q.sloMs, this.nowMs, expected)) this.route(q, this.router(q, queue, "late", this));
-      else if (queries === null) queries = [q];
       else queries.push(q);
     }
-    if (queries === null || r.state !== "ready") {
+    if (queries.length === 0 || r.state !== "ready") {
       // Every query was shed (or routing a late one took the replica away): nothing to run.
-      if (queries !== null) queue._unshift(queries);
+      if (queries.length > 0) queue._unshift(queries);
+      this.releaseBatch(b);
       return;
     }
     const size = queries.length;
     const profiled = r.lat[size] as number;
     const svc = profiled * r.slowdown * (r.machine?.slowdown ?? 1);
-    const b: Batch = { replica: r, queries, startMs: this.nowMs, endMs: this.nowMs + svc, profiledMs: profiled, cancelled: false };
+    b.replica = r;
+    b.startMs = this.nowMs;
+    b.endMs = this.nowMs + svc;
+    b.profiledMs = profiled;
+    b.cancelled = false;
     r._start(b);
     if (r.inFlight >= r.concurrency) removeFrom(queue.avail, r);
     this.schedule(b.endMs, Kind.BatchDone, b);
   }
 
   private onBatchDone(b: Batch): void {
-    if (b.cancelled) return;
+    if (b.cancelled) {
+      this.releaseBatch(b);
+      return;
+    }
     const r = b.replica;
     const queue = r.queue;
     r._finish(b, this.nowMs);
@@ -803,7 +856,22 @@ export class Simulator {
       this.detach(r);
     }
     for (const q of b.queries) this.route(q, this.router(q, queue, "served", this));
+    this.releaseBatch(b);
     this.tryDispatch(queue);
+  }
+
+  /**
+   * Batch records are reused: a run starts about one batch per query, and a fresh record and array each
+   * time are garbage the collector must trace through the queues that point at them. A batch is free
+   * once its BatchDone event has been handled (a cancelled batch's event still points at it until then);
+   * nothing else keeps one (`Replica.batches` holds running batches only).
+   */
+  private readonly freeBatches: Batch[] = [];
+
+  private releaseBatch(b: Batch): void {
+    const queries = b.queries;
+    while (queries.length > 0) queries.pop(); // (setting `length` calls into the runtime)
+    this.freeBatches.push(b);
   }
 
   /** Take a replica off its queue and machine for good. */
@@ -823,14 +891,14 @@ export class Simulator {
 
   private takeSample(): void {
     const machinesByKind: Record<string, number> = {};
-    // (the leading machines that costDollars found closed have billedToMs set: skipped at once)
-    for (let i = this.closedMachines; i < this.machines.length; i++) {
-      const m = this.machines[i] as Machine;
-      if (m.state === "terminated" || m.billedToMs !== null) continue;
-      machinesByKind[m.kind] = (machinesByKind[m.kind] ?? 0) + 1;
-    }
+    // (the machines not yet terminated nor draining: their billing has not ended)
+    for (const m of this.openMachines) machinesByKind[m.kind] = (machinesByKind[m.kind] ?? 0) + 1;
     const replicasByQueue: Record<string, number> = {};
-    for (const q of this.queues) replicasByQueue[q.name] = q.replicas.filter((r) => r.state !== "draining").length;
+    for (const q of this.queues) {
+      let n = 0;
+      for (const r of q.replicas) if (r.state !== "draining") n++;
+      replicasByQueue[q.name] = n;
+    }
     this.samples.push({ tMs: this.nowMs, costDollars: this.costDollars(), machinesByKind, replicasByQueue });
     for (const h of this.sampleHooks) h(this.nowMs, this);
   }

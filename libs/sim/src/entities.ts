@@ -10,7 +10,11 @@ import type { FunctionContainerView, LambdaPricing } from "@sloserve/policy";
 import { LAMBDA_PRICING, RunTimeEstimate, type BatchPolicy, type BatchQueueView } from "@sloserve/policy";
 import { BinCounter } from "./stats.js";
 
-/** One inference request. `data` is scratch space for the scenario's router (e.g. pipeline progress). */
+/**
+ * One inference request. `data` is scratch space for the scenario's router (e.g. pipeline progress).
+ * The engine reuses the object for a later arrival once the query has completed or been dropped (every
+ * branch back): a router, `init` or controller must not keep a query past its last routing.
+ */
 export interface Query {
   readonly id: number;
   /** Index of the stream that produced it. */

@@ -124,17 +124,23 @@ export function ocrPipelineSpec(overrides: Partial<PipelineSpecInput> = {}): Pip
   };
 }
 
-/** Registers a pipeline over HTTP (`POST /v1/pipelines/{name}`). Returns the HTTP status and body. */
-export async function registerPipelineOverHttp(baseUrl: string, spec: PipelineSpecInput): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`${baseUrl}/v1/pipelines/${encodeURIComponent(spec.name)}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(spec) });
+/** The header that carries an API key (the frontend's access control), or none. */
+export function bearer(apiKey: string | undefined): Record<string, string> {
+  return apiKey ? { authorization: `Bearer ${apiKey}` } : {};
+}
+
+/** Registers a pipeline over HTTP (`POST /v1/pipelines/{name}`), with an API key when access control is on. Returns the HTTP status and body. */
+export async function registerPipelineOverHttp(baseUrl: string, spec: PipelineSpecInput, apiKey?: string): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(`${baseUrl}/v1/pipelines/${encodeURIComponent(spec.name)}`, { method: "POST", headers: { "content-type": "application/json", ...bearer(apiKey) }, body: JSON.stringify(spec) });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
 /**
  * Registers a model over HTTP, as a user would: multipart with the binary, the validation set and
- * the profile shape when there are any, else the bare binary. Returns the HTTP status and body.
+ * the profile shape when there are any, else the bare binary; with an API key when access control is
+ * on. Returns the HTTP status and body.
  */
-export async function registerOverHttp(baseUrl: string, model: BundledModel): Promise<{ status: number; body: Record<string, unknown> }> {
+export async function registerOverHttp(baseUrl: string, model: BundledModel, apiKey?: string): Promise<{ status: number; body: Record<string, unknown> }> {
   const url = `${baseUrl}/v1/apps/${model.app}/models/${model.name}`;
   const bytes = readFileSync(model.path);
   let response: Response;
@@ -145,19 +151,19 @@ export async function registerOverHttp(baseUrl: string, model: BundledModel): Pr
     if (model.profileShape) form.set("profile_shape", JSON.stringify(model.profileShape));
     form.set("model", new Blob([bytes]), `${model.name}.onnx`);
     if (model.validation) form.set("validation", new Blob([model.validation]), `${model.name}.validation.bin`);
-    response = await fetch(url, { method: "POST", body: form });
+    response = await fetch(url, { method: "POST", headers: bearer(apiKey), body: form });
   } else {
     const query = new URLSearchParams({ task: model.task, dataset: model.dataset });
-    response = await fetch(`${url}?${query}`, { method: "POST", headers: { "content-type": "application/octet-stream" }, body: bytes });
+    response = await fetch(`${url}?${query}`, { method: "POST", headers: { "content-type": "application/octet-stream", ...bearer(apiKey) }, body: bytes });
   }
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
 /** Waits until every variant of `model` on the given hardware is profiled; reports progress. */
-export async function waitForProfiles(baseUrl: string, model: string, hardware: string, timeoutMs: number, onProgress?: (done: number, total: number) => void): Promise<void> {
+export async function waitForProfiles(baseUrl: string, model: string, hardware: string, timeoutMs: number, onProgress?: (done: number, total: number) => void, apiKey?: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const status = (await (await fetch(`${baseUrl}/v1/models/${model}/profile`)).json()) as { by_hardware?: Record<string, { variants: number; profiled: number }> };
+    const status = (await (await fetch(`${baseUrl}/v1/models/${model}/profile`, { headers: bearer(apiKey) })).json()) as { by_hardware?: Record<string, { variants: number; profiled: number }> };
     const h = status.by_hardware?.[hardware];
     if (h) onProgress?.(h.profiled, h.variants);
     if (h && h.profiled >= h.variants) return;

@@ -4,6 +4,7 @@ import { mkdtempSync, mkdirSync, createWriteStream, writeFileSync, type WriteStr
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+import { natsTlsConf, type NatsServerTls } from "./nats-auth.js";
 
 /**
  * Starts the real parts of the system as child processes: nats-server with JetStream,
@@ -120,7 +121,18 @@ async function waitForHealthz(name: string, monitorPort: number, proc: ChildProc
   }
 }
 
-export async function startNats(options: { dir?: string; port?: number; logTo?: WriteStream; cluster?: NatsClusterMember } = {}): Promise<ServerHandle> {
+export interface NatsServerOptions {
+  dir?: string;
+  port?: number;
+  logTo?: WriteStream;
+  cluster?: NatsClusterMember;
+  /** An `authorization { … }` block (nats-auth.ts `natsAuthorizationConf`): users and their permissions. @default none: anyone may connect */
+  authorization?: string;
+  /** TLS on the client port (nats-auth.ts `natsTlsConf`). @default none */
+  tls?: NatsServerTls;
+}
+
+export async function startNats(options: NatsServerOptions = {}): Promise<ServerHandle> {
   requireBinary("nats-server");
   const dir = options.dir ?? tempDir("nats");
   mkdirSync(dir, { recursive: true });
@@ -140,7 +152,17 @@ export async function startNats(options: { dir?: string; port?: number; logTo?: 
     : [];
   writeFileSync(
     config,
-    [`listen: "127.0.0.1:${port}"`, `max_payload: ${8 * 1024 * 1024}`, ...cluster, `jetstream {`, `  store_dir: ${JSON.stringify(join(dir, "jetstream"))}`, `  max_memory_store: ${1024 * 1024 * 1024}`, `}`].join("\n"),
+    [
+      `listen: "127.0.0.1:${port}"`,
+      `max_payload: ${8 * 1024 * 1024}`,
+      ...cluster,
+      `jetstream {`,
+      `  store_dir: ${JSON.stringify(join(dir, "jetstream"))}`,
+      `  max_memory_store: ${1024 * 1024 * 1024}`,
+      `}`,
+      ...(options.authorization ? [options.authorization] : []),
+      ...(options.tls ? [natsTlsConf(options.tls)] : []),
+    ].join("\n"),
   );
   const proc = spawn("nats-server", ["-c", config], { stdio: ["ignore", "pipe", "pipe"] });
   const name = c ? `nats-server ${c.serverName}` : "nats-server";
@@ -171,7 +193,7 @@ export interface NatsCluster {
  * routes between all of them, as compose and Nomad run it (deploy/). Resolves when every node knows
  * the JetStream meta leader.
  */
-export async function startNatsCluster(options: { dir?: string; size?: number; logTo?: WriteStream } = {}): Promise<NatsCluster> {
+export async function startNatsCluster(options: { dir?: string; size?: number; logTo?: WriteStream; authorization?: string } = {}): Promise<NatsCluster> {
   const dir = options.dir ?? tempDir("nats-cluster");
   const size = options.size ?? 3;
   const taken = new Set<number>();
@@ -196,6 +218,7 @@ export async function startNatsCluster(options: { dir?: string; size?: number; l
     dir: join(dir, `n${i + 1}`),
     port,
     ...(options.logTo ? { logTo: options.logTo } : {}),
+    ...(options.authorization ? { authorization: options.authorization } : {}),
     cluster: { serverName: `n${i + 1}`, clusterName: "sloserve", routePort: routePorts[i] as number, peerRoutePorts: routePorts.filter((_, j) => j !== i), monitorPort: monitorPorts[i] as number },
   }));
   const settled = await Promise.allSettled(nodeOptions.map((o) => startNats(o)));
@@ -243,13 +266,23 @@ export interface ServiceHandle extends Running {
 }
 
 /**
+ * glibc malloc settings for the Node processes started here (services, and the executors the local
+ * provider starts, which inherit them): buffers up to 32 MiB are served from the process's heap and
+ * freed memory stays there (up to 256 MiB) instead of being mapped and unmapped at each allocation.
+ * A 1 MB answer (ocr-rec) is copied several times on its way (nats.js's outbound and inbound buffers,
+ * the reply encoding), and on the VMs this runs on every freshly mapped page costs a page fault
+ * (bench/README.md, "the data path"). Settings given in the environment win.
+ */
+export const MALLOC_ENV: Readonly<Record<string, string>> = { MALLOC_MMAP_THRESHOLD_: String(32 * 1024 * 1024), MALLOC_TRIM_THRESHOLD_: String(64 * 1024 * 1024) };
+
+/**
  * Starts a TypeScript entry point as its own process (with tsx) and waits for its JSON
  * `{"event":"ready", …}` line; the line's fields come back as `info`.
  */
 export async function startScript(name: string, entry: string, env: Record<string, string>, options: { logTo?: WriteStream; timeoutMs?: number } = {}): Promise<ServiceHandle> {
   const proc = spawn(process.execPath, ["--import", "tsx", entry], {
     cwd: REPO_ROOT,
-    env: { ...process.env, ...env },
+    env: { ...MALLOC_ENV, ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const line = await waitForLine(

@@ -1,5 +1,8 @@
+import { randomBytes } from "node:crypto";
 import type { WriteStream } from "node:fs";
 import { join } from "node:path";
+import { natsRoleOfService, type NatsRole } from "@sloserve/contracts";
+import { generateNatsPasswords, literalNatsPasswords, natsAuthorizationConf } from "./nats-auth.js";
 import { freePort, startNats, startNatsCluster, startRedis, startService, tempDir, logFile, type NatsCluster, type ServerHandle, type ServiceHandle } from "./processes.js";
 
 /** The services that run as their own processes, in start order. */
@@ -39,6 +42,21 @@ export interface StackOptions {
    * JS_REPLICAS set to it, as compose and Nomad run it. @default 1: a single server
    */
   natsNodes?: number;
+  /**
+   * Access control on (docs/SECURITY.md). NATS: one user per role with its subject permissions
+   * (libs/contracts nats-permissions.ts), passwords made for this run (`Stack.natsUsers`); each
+   * service connects as its own user (NATS_USER, NATS_PASSWORD), the workers and function processes
+   * the vm-autoscaler and dispatcher start as theirs. `npm start -- --auth`. HTTP and gRPC: the
+   * frontend requires API keys (AUTH=true), with a bootstrap admin key made for this run (`Stack.adminKey`).
+   * @default false
+   */
+  auth?: boolean;
+}
+
+/** A NATS user's name and password (what NATS_USER and NATS_PASSWORD take). */
+export interface NatsUser {
+  user: string;
+  password: string;
 }
 
 export interface Stack {
@@ -53,6 +71,10 @@ export interface Stack {
   /** The frontend's Open Inference Protocol gRPC address, e.g. 127.0.0.1:8081 */
   grpcAddress: string;
   env: Record<string, string>;
+  /** With `auth`: every NATS user (role) and its password for this run (`client` for your own connections, `admin` for everything). */
+  natsUsers?: Record<NatsRole, NatsUser>;
+  /** With `auth`: the frontend's bootstrap admin API key for this run (SLOSERVE_ADMIN_KEY; `Authorization: Bearer <key>`). */
+  adminKey?: string;
   logPath: string;
   startService(name: string, env?: Record<string, string>): Promise<ServiceHandle>;
   /** Starts redis-server again on its port and directory once the running one has exited (stopped or killed). */
@@ -91,13 +113,32 @@ export function metricsTargets(services: readonly ServiceHandle[]): MetricsTarge
   return out;
 }
 
+/**
+ * The NATS credentials of a service process: its own user, and for the vm-autoscaler and the
+ * dispatcher those of the executors and function processes they start (EXECUTOR_NATS_USER…,
+ * FUNCTION_NATS_USER…; libs/bus `natsChildEnv`).
+ */
+export function natsServiceEnv(service: string, users: Record<NatsRole, NatsUser>): Record<string, string> {
+  const role = natsRoleOfService(service);
+  if (!role) throw new Error(`no NATS user for the service '${service}' (libs/contracts natsRoleOfService)`);
+  const as = (prefix: string, u: NatsUser): Record<string, string> => ({ [`${prefix}NATS_USER`]: u.user, [`${prefix}NATS_PASSWORD`]: u.password });
+  return {
+    ...as("", users[role]),
+    ...(role === "vm-autoscaler" ? as("EXECUTOR_", users.executor) : {}),
+    ...(role === "dispatcher" ? as("FUNCTION_", users.function) : {}),
+  };
+}
+
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const dir = options.dir ?? tempDir("stack");
   const logPath = join(dir, "logs", "stack.log");
   const log = options.logTo ?? logFile(logPath);
   const natsNodes = options.natsNodes ?? 1;
-  const natsCluster = natsNodes > 1 ? await startNatsCluster({ dir: join(dir, "nats"), size: natsNodes, logTo: log }) : undefined;
-  const nats = natsCluster?.nodes[0] ?? (await startNats({ dir: join(dir, "nats"), logTo: log }));
+  const passwords = options.auth ? generateNatsPasswords() : undefined;
+  const authorization = passwords ? { authorization: natsAuthorizationConf(literalNatsPasswords(passwords)) } : {};
+  const natsCluster = natsNodes > 1 ? await startNatsCluster({ dir: join(dir, "nats"), size: natsNodes, logTo: log, ...authorization }) : undefined;
+  const nats = natsCluster?.nodes[0] ?? (await startNats({ dir: join(dir, "nats"), logTo: log, ...authorization }));
+  const natsUsers = passwords ? (Object.fromEntries(Object.entries(passwords).map(([role, password]) => [role, { user: role, password }])) as Record<NatsRole, NatsUser>) : undefined;
   const redisOptions = { dir: join(dir, "redis"), logTo: log, persist: options.persistRedis ?? false };
   let redis = await startRedis(redisOptions);
   const env: Record<string, string> = {
@@ -108,9 +149,12 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     ...options.env,
   };
   const services: ServiceHandle[] = [];
+  // The frontend's access control (API keys): its bootstrap admin key, given to the frontend only.
+  const adminKey = options.auth ? randomBytes(32).toString("hex") : undefined;
   const start = async (name: string, extra: Record<string, string> = {}): Promise<ServiceHandle> => {
-    const metricsPort: Record<string, string> = name === "frontend" ? {} : { METRICS_PORT: String(await freePort()) };
-    const s = await startService(name, { ...env, ...metricsPort, ...extra }, { logTo: log, ...(options.startTimeoutMs ? { timeoutMs: options.startTimeoutMs } : {}) });
+    // Each service but the frontend gets a metrics port of its own; the frontend, the admin key when auth is on.
+    const own: Record<string, string> = name === "frontend" ? (adminKey ? { AUTH: "true", SLOSERVE_ADMIN_KEY: adminKey } : {}) : { METRICS_PORT: String(await freePort()) };
+    const s = await startService(name, { ...env, ...own, ...(natsUsers ? natsServiceEnv(name, natsUsers) : {}), ...extra }, { logTo: log, ...(options.startTimeoutMs ? { timeoutMs: options.startTimeoutMs } : {}) });
     services.push(s);
     return s;
   };
@@ -125,7 +169,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     result.redis = redis;
     return redis;
   };
-  const result: Stack = { dir, nats, redis, ...(natsCluster ? { natsCluster } : {}), services, httpUrl: "", grpcAddress: "", env, logPath, startService: start, restartRedis, metricsTargets: () => metricsTargets(services), stop };
+  const result: Stack = { dir, nats, redis, ...(natsCluster ? { natsCluster } : {}), services, httpUrl: "", grpcAddress: "", env, ...(natsUsers ? { natsUsers } : {}), ...(adminKey ? { adminKey } : {}), logPath, startService: start, restartRedis, metricsTargets: () => metricsTargets(services), stop };
   try {
     await Promise.all([start("registrar"), start("dispatcher"), start("model-autoscaler"), start("forecaster")]);
     const workers = options.cpuWorkers ?? 1;
@@ -141,7 +185,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       ...options.vmAutoscalerEnv,
     });
     const frontend = await start("frontend", { HTTP_PORT: String(options.httpPort ?? 0), HTTP_HOST: "127.0.0.1", GRPC_PORT: String(options.grpcPort ?? 0) });
-    result.httpUrl = `http://127.0.0.1:${String(frontend.info.port)}`;
+    // https when the frontend serves TLS (TLS_CERT_FILE and TLS_KEY_FILE in `env`).
+    result.httpUrl = `${frontend.info.tls === true ? "https" : "http"}://127.0.0.1:${String(frontend.info.port)}`;
     result.grpcAddress = `127.0.0.1:${String(frontend.info.grpcPort)}`;
     return result;
   } catch (err) {

@@ -1,2 +1,3 @@
 export * from "./store.js";
 export * from "./catalog.js";
+export * from "./api-keys.js";

@@ -19,7 +19,7 @@ import {
  * heartbeats (with a TTL, so a dead worker disappears by itself), variant instances per worker, and
  * the forecaster's per-app history of unit max arrival rates (so a restart keeps what it learnt).
  * Services read it at start-up and on cache misses; the query path reads in-memory views instead.
- * Every key is defined in `key` below.
+ * Every key is defined in `key` below (the frontend's API keys: api-keys.ts).
  */
 
 export interface InstanceRecord {

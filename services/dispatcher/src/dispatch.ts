@@ -26,10 +26,12 @@ import { makeHeaders, replyError, type Bus, type Logger } from "@sloserve/bus";
 import type { Catalog } from "@sloserve/store";
 import {
   chooseWorker,
+  PACK_BELOW_UTILISATION,
   isLoadPending,
   modelQueryCandidates,
   routeCandidate,
   routeModelQuery,
+  queryElements,
   selectForApp,
   type LoadPlacement,
   type OverflowDecision,
@@ -43,6 +45,7 @@ import type { SelectionView } from "./selection-view.js";
 import type { ArrivalCounter } from "./arrivals.js";
 import type { OverflowPath } from "./overflow.js";
 import type { DispatcherMetrics } from "./metrics.js";
+import { publishUntil, type PublishGaveUp } from "./publish-retry.js";
 
 /** How often a rescue looks again for queries an unloaded replica held (a little over the executors' 2 s ack wait, libs/executor ACK_WAIT_MS). */
 const RESCUE_RECHECK_MS = 2_500;
@@ -54,12 +57,12 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
  * Converts a query's payload into the binary tensor encoding, checking it against the model's
  * input signature. Accepts binary ("wire") payloads and Open Inference Protocol JSON.
  */
-export function normalisePayload(msg: Msg, signature: readonly TensorSpec[]): { payload: Uint8Array; json: boolean; body?: Record<string, unknown> } {
+export function normalisePayload(msg: Msg, signature: readonly TensorSpec[]): { payload: Uint8Array; json: boolean; body?: Record<string, unknown>; inputElements?: number } {
   const type = msg.headers?.get(headers.contentType);
   if (type === contentTypes.wire) {
     const { meta } = decodeWireMeta(msg.data);
     checkInputs(meta.tensors.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, length: t.byteLength / bytesPerElement(t.datatype) })), signature);
-    return { payload: msg.data, json: false };
+    return { payload: msg.data, json: false, inputElements: queryElements(meta.tensors.map((t) => t.shape)) };
   }
   let body: unknown;
   try {
@@ -67,7 +70,8 @@ export function normalisePayload(msg: Msg, signature: readonly TensorSpec[]): { 
   } catch {
     throw new ServeError(ErrorCode.malformedJson, "the request body is not valid JSON");
   }
-  return { payload: oipJsonToWire(body, signature).payload, json: true, body: body as Record<string, unknown> };
+  const { payload } = oipJsonToWire(body, signature);
+  return { payload, json: true, body: body as Record<string, unknown>, inputElements: queryElements(decodeWireMeta(payload).meta.tensors.map((t) => t.shape)) };
 }
 
 export class Dispatcher {
@@ -122,9 +126,11 @@ export class Dispatcher {
   }
 
   /**
-   * Asks the lowest-utilised worker of the variant's hardware to load it (not on the query's path),
-   * unless a load asked for earlier is still pending. `constraints` restrict the workers (a relief
-   * load: none over `maxUtilisation` busy, no oversubscription).
+   * Asks a worker of the variant's hardware to load it (not on the query's path), unless a load asked
+   * for earlier is still pending: by bin packing (INFaaS §4.2.3), the busiest one with free threads under
+   * PACK_BELOW_UTILISATION (80%) busy, else the lowest-utilised (libs/policy `chooseWorker`).
+   * `constraints` restrict the workers (a relief load: none over `maxUtilisation` busy, no
+   * oversubscription).
    */
   requestLoad(variant: VariantRecord, reason: string, nowMs: number, constraints: Pick<LoadRequest, "maxUtilisation" | "allowOversubscription"> = { maxUtilisation: undefined, allowOversubscription: true }): LoadPlacement {
     if (isLoadPending(this.pendingLoads.get(variant.name), nowMs)) return { outcome: "placed", reason: `a load of ${variant.name} is already pending` };
@@ -137,6 +143,7 @@ export class Dispatcher {
         memoryBytes: variant.profile?.memoryBytes ?? 0,
         ...(constraints.maxUtilisation !== undefined ? { maxUtilisation: constraints.maxUtilisation } : {}),
         allowOversubscription: constraints.allowOversubscription,
+        packBelow: PACK_BELOW_UTILISATION,
       },
       nowMs,
     );
@@ -236,7 +243,8 @@ export class Dispatcher {
         m.nak();
         return false;
       }
-      await this.bus.js.publish(subjects.queue(target.name), m.data, { headers: h });
+      // A message id of its own (the headers carry the first publish's): the stream's duplicate window would drop it.
+      await this.bus.js.publish(subjects.queue(target.name), m.data, { headers: h, msgID: `${m.seq}>${target.name}` });
       m.ack();
       return true;
     } catch (err) {
@@ -290,7 +298,7 @@ export class Dispatcher {
     const first = models[0];
     if (!first) throw new ServeError(ErrorCode.unknownApp, `no app named '${app}' (it has no models)`);
     const now = this.clock.now();
-    const { payload, json, body } = normalisePayload(msg, first.inputs);
+    const { payload, json, body, inputElements } = normalisePayload(msg, first.inputs);
     const slo = json ? body?.["slo"] : {
       latency_ms: Number(msg.headers?.get(headers.sloLatencyMs)),
       min_accuracy: msg.headers?.get(headers.sloMinAccuracy) ? Number(msg.headers.get(headers.sloMinAccuracy)) : undefined,
@@ -298,7 +306,8 @@ export class Dispatcher {
     };
     const parsed = sloSchema.safeParse(slo);
     if (!parsed.success) throw new ServeError(ErrorCode.badRequest, `a model-less query needs its requirements: slo.${describeZodError(parsed.error)}`);
-    const req = { latencyMs: parsed.data.latency_ms, minAccuracy: parsed.data.min_accuracy, maxCostPerQuery: parsed.data.max_cost };
+    // The input's size picks the size class of variants profiled per class (libs/policy input-classes.ts).
+    const req = { latencyMs: parsed.data.latency_ms, minAccuracy: parsed.data.min_accuracy, maxCostPerQuery: parsed.data.max_cost, ...(inputElements !== undefined ? { inputElements } : {}) };
     const variant = this.chooseForApp(app, req, now);
     this.arrivals.count(app, variant.model, req.latencyMs);
     await this.enqueue(msg, variant, payload, json, now, req);
@@ -371,8 +380,16 @@ export class Dispatcher {
       }
       this.overflow.queued(variant, nowMs);
     }
+    const requestId = h?.get(headers.requestId) || undefined;
     try {
-      await this.bus.js.publish(subjects.queue(variant.name), payload, {
+      // Tried again while the stream has no leader (a NATS node lost), until the deadline; the same
+      // message id on every attempt keeps one copy. The caller's inbox makes it unique per query even
+      // when a caller reuses a request id (publish-retry.ts).
+      const { attempts } = await publishUntil(this.bus.js, subjects.queue(variant.name), payload, {
+        msgID: `${requestId ?? "-"}@${msg.reply}`,
+        deadlineMs: deadline,
+        clock: this.clock,
+        onRetry: (err, attempt, delayMs) => this.log.debug({ requestId, variant: variant.name, attempt, delayMs, err: err.message }, "queue publish failed; trying again"),
         headers: makeHeaders({
           [headers.requestId]: h?.get(headers.requestId) || undefined,
           [headers.replyTo]: msg.reply,
@@ -387,8 +404,11 @@ export class Dispatcher {
           [headers.lateOk]: h?.get(headers.lateOk) || undefined,
         }),
       });
+      if (attempts > 1) this.log.info({ requestId, variant: variant.name, attempts }, "query queued after retrying its publish");
     } catch (err) {
-      throw new ServeError(ErrorCode.noCapacity, `the queue of ${variant.name} refused the query: ${(err as Error).message}`);
+      const gaveUp = err as PublishGaveUp;
+      if (gaveUp.outOfTime) throw new ServeError(ErrorCode.unavailable, `the queue of ${variant.name} took no query before the deadline: ${gaveUp.message}`);
+      throw new ServeError(ErrorCode.noCapacity, `the queue of ${variant.name} refused the query: ${gaveUp.message}`);
     }
     this.metrics?.routed(variant, "queue");
     // One line per query at debug level (checked first: this is the query path).

@@ -1,15 +1,15 @@
 import { LambdaClient } from "@aws-sdk/client-lambda";
 import type { Clock } from "@sloserve/contracts";
-import type { Logger } from "@sloserve/bus";
+import { natsChildEnv, type Logger } from "@sloserve/bus";
 import { BreakerFunctionProvider, FallbackFunctionProvider, LambdaFunctionProvider, LocalFunctionPool, type FunctionProvider } from "@sloserve/providers";
 import type { DispatcherOptions, OverflowProviderName } from "./options.js";
 
 /**
  * The function path the dispatcher overflows to, as OVERFLOW names it: each provider behind its own
  * circuit breaker (libs/providers breaker.ts), the first one tried first and the next as its fallback.
- * Undefined when OVERFLOW is off.
+ * Undefined when OVERFLOW is off. `watch` is given each breaker (main.ts: its state to the metrics).
  */
-export function createFunctionPath(options: DispatcherOptions, clock: Clock, log: Logger): FunctionProvider | undefined {
+export function createFunctionPath(options: DispatcherOptions, clock: Clock, log: Logger, watch?: (breaker: BreakerFunctionProvider) => void): FunctionProvider | undefined {
   if (options.OVERFLOW.length === 0) return undefined;
   const breakers = options.OVERFLOW.map(
     (name) =>
@@ -23,6 +23,7 @@ export function createFunctionPath(options: DispatcherOptions, clock: Clock, log
         rollingWindowMs: options.BREAKER_WINDOW_MS,
       }),
   );
+  if (watch) for (const b of breakers) watch(b);
   return breakers.length === 1 ? breakers[0] : new FallbackFunctionProvider(breakers, { clock, log });
 }
 
@@ -35,7 +36,8 @@ function createProvider(name: OverflowProviderName, options: DispatcherOptions, 
       memoryMb: options.FUNCTION_MEMORY_MB,
       maxConcurrency: options.FUNCTION_POOL_SIZE,
       keepAliveMs: options.FUNCTION_KEEP_ALIVE_MS,
-      env: { LOG_LEVEL: options.LOG_LEVEL },
+      // The function processes connect to NATS as the function user (FUNCTION_NATS_USER/_PASSWORD), not as the dispatcher.
+      env: { LOG_LEVEL: options.LOG_LEVEL, ...natsChildEnv(process.env, "FUNCTION") },
     });
   }
   // The options' check guarantees LAMBDA_FUNCTION with lambda.

@@ -35,9 +35,13 @@ await runService("dispatcher", process.env, async (log) => {
   // The one place the dispatcher gets the wall clock; everything below takes time from it.
   const clock = systemClock;
   const arrivals = new ArrivalCounter(clock.now(), id);
-  const functions = createFunctionPath(options, clock, log);
+  const dispatcherMetrics = new DispatcherMetrics(metrics.registry);
+  const functions = createFunctionPath(options, clock, log, (breaker) => {
+    dispatcherMetrics.breaker({ provider: breaker.name, state: breaker.state }, false);
+    breaker.onStateChange((change) => dispatcherMetrics.breaker(change));
+  });
   const overflow = functions ? new OverflowPath(functions, bus, cluster, catalog, arrivals, log, clock) : undefined;
-  const dispatcher = new Dispatcher(bus, catalog, cluster, selection, arrivals, log, clock, overflow, new DispatcherMetrics(metrics.registry));
+  const dispatcher = new Dispatcher(bus, catalog, cluster, selection, arrivals, log, clock, overflow, dispatcherMetrics);
   const views = { catalog, cluster, selection };
   // Subscribe before reading the snapshot so nothing falls between the two.
   const subs = followEvents(bus, views, dispatcher, clock, log, overflow);

@@ -1,5 +1,9 @@
 import { client } from "@sloserve/metrics";
 import type { ArrivalsReport, VariantRecord } from "@sloserve/contracts";
+import type { BreakerState, BreakerStateChange } from "@sloserve/providers";
+
+/** `sloserve_function_breaker_state`'s value per state. */
+const BREAKER_STATE_VALUE: Record<BreakerState, number> = { closed: 0, "half-open": 1, open: 2 };
 
 /**
  * The dispatcher's Prometheus metrics (docs/METRICS.md "dispatcher"): every query it routed, by app,
@@ -16,6 +20,8 @@ export class DispatcherMetrics {
   private readonly overflowCost: client.Counter<"app">;
   private readonly sloTarget: client.Gauge<"app" | "model">;
   private readonly loads: client.Counter<"hardware">;
+  private readonly breakerState: client.Gauge<"provider">;
+  private readonly breakerChanges: client.Counter<"provider" | "state">;
   private readonly bound = new Map<string, { queue: client.Counter.Internal; overflow: client.Counter.Internal }>();
 
   constructor(registry: client.Registry) {
@@ -26,6 +32,8 @@ export class DispatcherMetrics {
     this.overflowCost = new client.Counter({ name: "sloserve_overflow_cost_dollars_total", help: "What the function invocations of overflowed queries cost", labelNames: ["app"], registers });
     this.sloTarget = new client.Gauge({ name: "sloserve_slo_target_seconds", help: "The tightest latency SLO among the model's queries in the last report period", labelNames: ["app", "model"], registers });
     this.loads = new client.Counter({ name: "sloserve_load_requests_total", help: "Variant loads the dispatcher asked a worker for (a query found no instance, or relief), by hardware", labelNames: ["hardware"], registers });
+    this.breakerState = new client.Gauge({ name: "sloserve_function_breaker_state", help: "State of a function provider's circuit breaker: 0 closed, 1 half-open, 2 open", labelNames: ["provider"], registers });
+    this.breakerChanges = new client.Counter({ name: "sloserve_function_breaker_transitions_total", help: "State changes of a function provider's circuit breaker, by the state entered", labelNames: ["provider", "state"], registers });
   }
 
   /** A query put on `variant`'s queue, or sent to a function. */
@@ -45,6 +53,12 @@ export class DispatcherMetrics {
 
   loadRequested(hardware: string): void {
     this.loads.inc({ hardware });
+  }
+
+  /** A function provider's breaker: its state at start (`transition` false) or a change of state (libs/providers breaker.ts). */
+  breaker(change: Pick<BreakerStateChange, "provider" | "state">, transition = true): void {
+    this.breakerState.set({ provider: change.provider }, BREAKER_STATE_VALUE[change.state]);
+    if (transition) this.breakerChanges.inc({ provider: change.provider, state: change.state });
   }
 
   /** One arrival report (each second, per app): overflow outcomes and dollars, SLO targets. */

@@ -9,7 +9,7 @@ import { ManualClock, type VariantRecord } from "@sloserve/contracts";
 /**
  * What a worker reports it holds, for the model autoscaler (libs/policy model-actions): a GPU worker
  * (executor-gpu's logic on onnxruntime's CPU provider, as DESIGN §4 tests it) offering 2 accelerators,
- * with a GPU variant whose instances hold one each. Instances being loaded are reported as `loading` and
+ * with a GPU variant whose instances hold their footprint of GPU memory each. Instances being loaded are reported as `loading` and
  * hold their resources already. Real nats-server, redis-server and a real ONNX model (PaddleOCR's
  * direction classifier); the loads wait on a gate so that the test sees them in flight.
  */
@@ -78,23 +78,24 @@ describe("worker resources", () => {
   it("worker - reports accelerators, and loading instances that hold theirs", async () => {
     gate = new Promise<void>((resolve) => (open = resolve));
     const added = worker.execute({ id: "a1", action: "add", variant: variant.name, count: 2, reason: "test", atMs: T0 });
-    // The loads wait on the gate: the report shows both loading, holding an accelerator, a thread and
-    // their memory each.
+    // The loads wait on the gate: the report shows both loading, holding a thread, their memory and their
+    // GPU memory (the footprint: the profile's memory) each — GPU instances share GPUs by footprint and
+    // hold none whole (libs/policy accelerator-share.ts); each GPU offers 16 GiB by default.
     let loading = worker.buildReport(clock.now()).report;
     for (let i = 0; i < 200 && !loading.variants.some((v) => v.loading === 2); i++) {
       await new Promise((r) => setTimeout(r, 10));
       loading = worker.buildReport(clock.now()).report;
     }
-    expect(loading).toMatchObject({ accelerators: 2, acceleratorsUsed: 2, threadsUsed: 2, memoryUsedBytes: 2_000_000 });
+    expect(loading).toMatchObject({ accelerators: 2, acceleratorsUsed: 0, acceleratorMemoryBytes: 16 * 1024 ** 3, acceleratorMemoryUsedBytes: 2_000_000, threadsUsed: 2, memoryUsedBytes: 2_000_000 });
     expect(loading.variants).toMatchObject([{ variant: variant.name, state: "loading", instances: 0, loading: 2 }]);
     open();
     expect((await added).ok).toBe(true);
     clock.advance(1000);
     const ready = await worker.tick();
-    expect(ready).toMatchObject({ accelerators: 2, acceleratorsUsed: 2, threadsUsed: 2, memoryUsedBytes: 2_000_000 });
+    expect(ready).toMatchObject({ accelerators: 2, acceleratorsUsed: 0, acceleratorMemoryUsedBytes: 2_000_000, threadsUsed: 2, memoryUsedBytes: 2_000_000 });
     expect(ready.variants).toMatchObject([{ variant: variant.name, state: "active", instances: 2, loading: 0 }]);
     await worker.execute({ id: "u1", action: "unload", variant: variant.name, count: 1, reason: "test", atMs: T0 + 1000 });
     clock.advance(1000);
-    expect(await worker.tick()).toMatchObject({ acceleratorsUsed: 1, threadsUsed: 1, memoryUsedBytes: 1_000_000 });
+    expect(await worker.tick()).toMatchObject({ acceleratorsUsed: 0, acceleratorMemoryUsedBytes: 1_000_000, threadsUsed: 1, memoryUsedBytes: 1_000_000 });
   });
 });

@@ -7,22 +7,33 @@ import { MetadataStore } from "@sloserve/store";
 import { ExecutorMetrics, Worker, onnxBackend } from "@sloserve/executor";
 import { startServiceMetrics } from "@sloserve/metrics";
 import { probeExecutionProvider } from "@sloserve/runtime";
+import { tensorrtEnvironment, type GpuOffer } from "@sloserve/policy";
 
 /**
  * executor-gpu: a worker that runs variants on onnxruntime's CUDA execution provider. It needs
  * onnxruntime-node's CUDA build (`ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild onnxruntime-node`) and
- * an NVIDIA GPU; without them it refuses to start, saying why. Several variants share the GPU; each
- * GPU variant counts as one of the worker's `WORKER_SLOTS`.
+ * an NVIDIA GPU; without them it refuses to start, saying why. Several variants share the GPU (by
+ * memory footprint); each GPU variant counts as one of the worker's `WORKER_SLOTS`. TensorRT variants
+ * (`settings.tensorrt`) run on onnxruntime's TensorRT provider at `TENSORRT_PRECISION`; where that
+ * provider is missing (onnxruntime-node's CUDA build does not ship it) they are refused, saying why.
  */
 const envSchema = commonEnvSchema.extend({
   WORKER_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/).optional(),
   /** Variant instances the GPU takes at once. @default 4 */
   WORKER_SLOTS: z.coerce.number().int().min(1).default(4),
   /**
-   * GPUs this worker offers to the model autoscaler: each GPU variant instance holds one (libs/policy
-   * variant-profile), so this bounds the instances it replicates here. @default 1
+   * GPUs this worker offers to the model autoscaler: GPU variant instances share them by their memory
+   * footprint (libs/policy accelerator-share.ts), so with GPU_MEMORY_MB this bounds the instances it
+   * replicates here. @default 1
    */
   ACCELERATORS: z.coerce.number().int().min(1).default(1),
+  /** Memory of each GPU, MB. @default 16384 (the V100 of p3.2xlarge) */
+  GPU_MEMORY_MB: z.coerce.number().int().min(1).optional(),
+  /**
+   * Precision of the TensorRT engines this worker builds for TensorRT variants (onnxruntime-node sets
+   * it per process, libs/policy hardware-settings.ts); `none`: no TensorRT variants here. @default fp16
+   */
+  TENSORRT_PRECISION: z.enum(["fp32", "fp16", "int8", "none"]).default("fp16"),
   /** CUDA device. @default 0 */
   GPU_DEVICE_ID: z.coerce.number().int().min(0).default(0),
   WORKER_MEMORY_MB: z.coerce.number().int().min(64).default(Math.floor((totalmem() * 0.8) / 1048576)),
@@ -37,14 +48,22 @@ await runService("executor-gpu", process.env, async (log) => {
         "On a GPU machine install the CUDA build with `ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild onnxruntime-node`; on a machine without a GPU run executor-cpu.",
     );
   }
+  // TensorRT variants: the provider reads its precision from the environment when a session creates it.
+  let tensorrt: GpuOffer["tensorrt"] = { unavailable: "TENSORRT_PRECISION=none" };
+  if (options.TENSORRT_PRECISION !== "none") {
+    Object.assign(process.env, tensorrtEnvironment(options.TENSORRT_PRECISION));
+    const trt = await probeExecutionProvider("tensorrt", { deviceId: options.GPU_DEVICE_ID });
+    tensorrt = trt.ok ? { precision: options.TENSORRT_PRECISION } : { unavailable: trt.error };
+    if (!trt.ok) log.warn({ reason: trt.error }, "no TensorRT here: TensorRT variants will be refused, CUDA ones served");
+  }
   const id = options.WORKER_ID ?? `gpu-${hostname().replace(/[^A-Za-z0-9_-]/g, "").slice(0, 20) || "host"}-${randomBytes(3).toString("hex")}`;
   const bus = await connectBus({ servers: options.NATS_URL, name: `executor-gpu ${id}`, log, replicas: options.JS_REPLICAS });
   const store = MetadataStore.connect(options.REDIS_URL);
   const metrics = await startServiceMetrics(options, log);
-  const worker = new Worker(bus, store, onnxBackend("gpu", ["cuda", "cpu"]), { id, threads: options.WORKER_SLOTS, memoryBytes: options.WORKER_MEMORY_MB * 1048576, metrics: new ExecutorMetrics(metrics.registry), accelerators: options.ACCELERATORS }, log.child({ worker: id }), systemClock);
+  const worker = new Worker(bus, store, onnxBackend("gpu", ["cuda", "cpu"], { gpu: { deviceId: options.GPU_DEVICE_ID, tensorrt } }), { id, threads: options.WORKER_SLOTS, memoryBytes: options.WORKER_MEMORY_MB * 1048576, metrics: new ExecutorMetrics(metrics.registry), accelerators: options.ACCELERATORS, ...(options.GPU_MEMORY_MB ? { acceleratorMemoryBytes: options.GPU_MEMORY_MB * 1048576 } : {}) }, log.child({ worker: id }), systemClock);
   await worker.start();
   return {
-    info: { worker: id, slots: options.WORKER_SLOTS, accelerators: options.ACCELERATORS, device: options.GPU_DEVICE_ID, metricsPort: metrics.port },
+    info: { worker: id, slots: options.WORKER_SLOTS, accelerators: options.ACCELERATORS, device: options.GPU_DEVICE_ID, tensorrt, metricsPort: metrics.port },
     async stop() {
       await worker.stop();
       await metrics.close();

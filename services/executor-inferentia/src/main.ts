@@ -30,7 +30,7 @@ await runService("executor-inferentia", process.env, async (log) => {
   const bus = await connectBus({ servers: options.NATS_URL, name: `executor-inferentia ${id}`, log, replicas: options.JS_REPLICAS });
   const store = MetadataStore.connect(options.REDIS_URL);
   const metrics = await startServiceMetrics(options, log);
-  const backend = neuronBackend({ client, models: options.NEURON_MODELS, version: options.NEURON_MODEL_VERSION, timeoutMs: options.NEURON_TIMEOUT_MS, probeTimeoutMs: options.NEURON_PROBE_TIMEOUT_MS });
+  const backend = neuronBackend({ client, models: options.NEURON_MODELS, neuronCores: options.ACCELERATORS, version: options.NEURON_MODEL_VERSION, timeoutMs: options.NEURON_TIMEOUT_MS, probeTimeoutMs: options.NEURON_PROBE_TIMEOUT_MS });
   const worker = new Worker(bus, store, backend, { id, threads: options.WORKER_SLOTS, memoryBytes: options.WORKER_MEMORY_MB * 1048576, metrics: new ExecutorMetrics(metrics.registry), accelerators: options.ACCELERATORS }, log.child({ worker: id }), systemClock);
   await worker.start();
   return {

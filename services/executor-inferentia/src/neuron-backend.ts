@@ -1,5 +1,6 @@
 import type { BackendFactory, BackendHealth, ModelBackend } from "@sloserve/executor";
 import { runConcatenated } from "@sloserve/runtime";
+import { neuronModelFor } from "@sloserve/policy";
 import type { OipClient } from "./oip-client.js";
 
 /**
@@ -16,11 +17,14 @@ import type { OipClient } from "./oip-client.js";
 export interface NeuronBackendOptions {
   client: OipClient;
   /**
-   * The server's model for a registered model: `models["<model>:<quantization>"]`, else for fp32
-   * `models["<model>"]`, else the registered name itself. An int8 variant needs its own entry (a model
-   * compiled from the int8 binary); without one its load is refused.
+   * The server's model for a registered model: `models["<model>:<quantization>[:nc<n>]"]`, else for fp32
+   * `models["<model>[:nc<n>]"]`, else the registered name itself. An int8 variant, or one compiled for
+   * n > 1 NeuronCores (its `settings.neuronCores`), needs its own entry; without one its load is refused
+   * (libs/policy `neuronModelFor`).
    */
   models: Readonly<Record<string, string>>;
+  /** NeuronCores this worker offers (ACCELERATORS): a variant compiled for more is refused. */
+  neuronCores: number;
   /** The model version asked for; "" lets the server choose. */
   version: string;
   /** Deadline of a batch whose queries have none, ms. */
@@ -29,17 +33,19 @@ export interface NeuronBackendOptions {
   probeTimeoutMs: number;
 }
 
-export function neuronModelName(models: Readonly<Record<string, string>>, model: string, quantization: "fp32" | "int8"): string | undefined {
-  return models[`${model}:${quantization}`] ?? (quantization === "fp32" ? (models[model] ?? model) : undefined);
+export function neuronModelName(models: Readonly<Record<string, string>>, model: string, quantization: "fp32" | "int8", neuronCores = 1): string | undefined {
+  const plan = neuronModelFor({ model, quantization, settings: { neuronCores } }, models, Infinity);
+  return plan.ok ? plan.serverModel : undefined;
 }
 
 export function neuronBackend(options: NeuronBackendOptions): BackendFactory {
   const { client, version } = options;
   return {
     hardware: "inferentia",
-    async load(_bytes, { model, quantization }): Promise<ModelBackend> {
-      const remote = neuronModelName(options.models, model, quantization);
-      if (!remote) throw new Error(`no Neuron model for the int8 variants of ${model}: compile one from the int8 binary and name it in NEURON_MODELS (${model}:int8=<name on the server>)`);
+    async load(_bytes, { model, quantization, settings }): Promise<ModelBackend> {
+      const plan = neuronModelFor({ model, quantization, settings }, options.models, options.neuronCores);
+      if (!plan.ok) throw new Error(plan.reason);
+      const remote = plan.serverModel;
       if (!(await client.modelReady(remote, version, options.probeTimeoutMs))) throw new Error(`${client.label} has no model ${remote} ready (for ${model}, ${quantization})`);
       const signature = await client.modelMetadata(remote, version, options.probeTimeoutMs);
       const batchable = [...signature.inputs, ...signature.outputs].every((s) => s.shape.length > 0 && s.shape[0] === -1);

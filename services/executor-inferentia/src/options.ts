@@ -2,16 +2,16 @@ import { totalmem } from "node:os";
 import { z } from "zod";
 import { commonEnvSchema } from "@sloserve/contracts";
 
-/** `model=name,model:int8=name` → { model: name, "model:int8": name }. */
+/** `model=name,model:int8=name,model:nc4=name` → { model: name, "model:int8": name, "model:nc4": name }. */
 export const modelMap = z
   .string()
   .default("")
   .transform((s, ctx) => {
     const out: Record<string, string> = {};
     for (const entry of s.split(",").map((e) => e.trim()).filter(Boolean)) {
-      const m = /^([A-Za-z0-9][A-Za-z0-9_.-]*(?::(?:fp32|int8))?)=([^\s=,]+)$/.exec(entry);
+      const m = /^([A-Za-z0-9][A-Za-z0-9_.-]*(?::(?:fp32|int8))?(?::nc[1-9][0-9]?)?)=([^\s=,]+)$/.exec(entry);
       if (!m) {
-        ctx.addIssue({ code: "custom", message: `entry ${JSON.stringify(entry)}: use <model>=<name on the server> or <model>:int8=<name on the server>` });
+        ctx.addIssue({ code: "custom", message: `entry ${JSON.stringify(entry)}: use <model>=<name on the server>, <model>:int8=<name on the server> or <model>[:int8]:nc<NeuronCores>=<name on the server>` });
         return z.NEVER;
       }
       out[m[1] as string] = m[2] as string;
@@ -24,7 +24,7 @@ export const envSchema = commonEnvSchema.extend({
   WORKER_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/).optional(),
   /** The Neuron-backed inference server's gRPC address (Open Inference Protocol), host:port. @default 127.0.0.1:8001 (Triton's gRPC port) */
   NEURON_SERVER: z.string().regex(/^[^\s/]+:\d{1,5}$/, "use host:port").default("127.0.0.1:8001"),
-  /** The server's model for each registered model, when the names differ: `model=name,model:int8=name`. @default each model under its own name (fp32) */
+  /** The server's model for each registered model, when the names differ: `model=name,model:int8=name`; for variants compiled for n > 1 NeuronCores `model:nc<n>=name`. @default each model under its own name (fp32, one NeuronCore) */
   NEURON_MODELS: modelMap,
   /** The model version asked of the server; empty: the server's choice. @default "" */
   NEURON_MODEL_VERSION: z.string().default(""),
@@ -34,7 +34,7 @@ export const envSchema = commonEnvSchema.extend({
   NEURON_PROBE_TIMEOUT_MS: z.coerce.number().int().min(1).default(2_000),
   /** Variant instances the server takes at once. @default 4 */
   WORKER_SLOTS: z.coerce.number().int().min(1).default(4),
-  /** NeuronCores this worker offers (inf1.xlarge: 4); each instance of a variant holds one. @default 4 */
+  /** NeuronCores this worker offers (inf1.xlarge: 4); each instance of a variant holds the NeuronCores it is compiled for (settings.neuronCores, 1 by default). @default 4 */
   ACCELERATORS: z.coerce.number().int().min(1).default(4),
   WORKER_MEMORY_MB: z.coerce.number().int().min(64).default(Math.floor((totalmem() * 0.8) / 1048576)),
 });

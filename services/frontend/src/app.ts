@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import Fastify, { type FastifyReply, type FastifyError } from "fastify";
 import client from "prom-client";
 import {
@@ -13,7 +15,11 @@ import {
   type ModelRecord,
 } from "@sloserve/contracts";
 import { errorFromReply, makeHeaders, type Bus, type Logger } from "@sloserve/bus";
-import type { Catalog, MetadataStore } from "@sloserve/store";
+import type { ApiKeyStore, Catalog, MetadataStore } from "@sloserve/store";
+import { canSee } from "@sloserve/policy";
+import { registerAccessControl } from "./access.js";
+import type { Authenticator } from "./auth.js";
+import { registerKeyRoutes } from "./keys.js";
 import { wireToJson, validationToWire } from "./infer.js";
 import { registerDashboard } from "./dashboard.js";
 import { describeModel } from "./listing.js";
@@ -31,6 +37,8 @@ export interface FrontendOptions {
   maxModelBytes: number;
   /** Time a query may take when the caller gives none, ms. @default 30000 */
   defaultTimeoutMs: number;
+  /** Serve HTTPS with this certificate chain and private key (PEM). @default plain HTTP */
+  tls?: { cert: Buffer; key: Buffer } | undefined;
 }
 
 export interface FrontendDeps {
@@ -42,20 +50,37 @@ export interface FrontendDeps {
   options: FrontendOptions;
   /** Where deadlines and timestamps come from (systemClock in the service). */
   clock: Clock;
+  /** Access control (API keys; access.ts): absent, every route is open (AUTH=false). */
+  auth?: { authenticator: Authenticator; keys: ApiKeyStore } | undefined;
 }
 
 function sendError(reply: FastifyReply, err: ServeError): FastifyReply {
   return reply.code(httpStatusOf(err.code)).type("application/json").send(err.toJSON());
 }
 
-/** Maps Fastify's own errors (bad JSON, body too large, wrong media type) to our error codes. */
-function fromFastifyError(err: FastifyError): ServeError {
+/** The limit a body too large went over: a model upload's (MAX_MODEL_BYTES) or any other request's (MAX_BODY_BYTES). */
+interface BodyLimits {
+  maxBodyBytes: number;
+  maxModelBytes: number;
+  upload: boolean;
+}
+
+/** Maps Fastify's own errors (bad JSON, body too large, wrong media type) and the multipart limits to our error codes. */
+function fromFastifyError(err: FastifyError, limits: BodyLimits): ServeError {
   switch (err.code) {
     case "FST_ERR_CTP_INVALID_JSON_BODY":
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
       return new ServeError(ErrorCode.malformedJson, `the request body is not valid JSON: ${err.message}`);
     case "FST_ERR_CTP_BODY_TOO_LARGE":
-      return new ServeError(ErrorCode.payloadTooLarge, "the request body is larger than the limit");
+      return limits.upload
+        ? new ServeError(ErrorCode.payloadTooLarge, `the model upload is larger than this frontend's limit of ${limits.maxModelBytes} bytes (MAX_MODEL_BYTES)`)
+        : new ServeError(ErrorCode.payloadTooLarge, `the request body is larger than this frontend's limit of ${limits.maxBodyBytes} bytes (MAX_BODY_BYTES)`);
+    case "FST_REQ_FILE_TOO_LARGE":
+      return new ServeError(ErrorCode.payloadTooLarge, `an uploaded file is larger than this frontend's limit of ${limits.maxModelBytes} bytes (MAX_MODEL_BYTES)`);
+    case "FST_PARTS_LIMIT":
+    case "FST_FILES_LIMIT":
+    case "FST_FIELDS_LIMIT":
+      return new ServeError(ErrorCode.payloadTooLarge, `too many multipart parts (${err.message}): send the parts 'model' and 'validation' (files) and 'task', 'dataset', 'profile_shape'`);
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
       return new ServeError(ErrorCode.badRequest, `unsupported content type: ${err.message}`);
     default:
@@ -66,15 +91,27 @@ function fromFastifyError(err: FastifyError): ServeError {
 
 export async function buildApp(deps: FrontendDeps) {
   const { bus, store, catalog, progress, log, options, clock } = deps;
+  const { tls } = options;
   const app = Fastify({
     loggerInstance: log,
     disableRequestLogging: true,
     bodyLimit: options.maxBodyBytes,
+    // HTTPS when given a certificate: Fastify takes the https.Server as it takes the http one (listen, request events).
+    // A server factory skips Fastify's own settings: keep its 72 s keep-alive (Node's default is 5 s, and
+    // clients that reuse an idle connection after 5 s get "socket hang up").
+    serverFactory: (handler) => {
+      const server = tls ? (createHttpsServer({ cert: tls.cert, key: tls.key }, handler) as unknown as HttpServer) : createHttpServer(handler);
+      server.keepAliveTimeout = 72_000;
+      return server;
+    },
     genReqId: (req) => {
       const given = req.headers[headers.requestId];
       return typeof given === "string" && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
     },
   });
+
+  // Before any route: every route needs an access rule, and with auth on each request is checked against it.
+  registerAccessControl(app, deps.auth ? { auth: deps.auth.authenticator, catalog, store } : undefined);
 
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
@@ -94,7 +131,9 @@ export async function buildApp(deps: FrontendDeps) {
   app.addContentTypeParser("application/octet-stream", { parseAs: "buffer", bodyLimit: options.maxModelBytes }, (_req, body, done) => done(null, body));
 
   app.setErrorHandler((err: FastifyError | ServeError, req, reply) => {
-    const serveError = err instanceof ServeError ? err : fromFastifyError(err as FastifyError);
+    // A model sent as the body has its own limit (its content type parser's).
+    const upload = req.routeOptions.url === "/v1/apps/:app/models/:model" && /^application\/octet-stream/i.test(req.headers["content-type"] ?? "");
+    const serveError = err instanceof ServeError ? err : fromFastifyError(err as FastifyError, { maxBodyBytes: options.maxBodyBytes, maxModelBytes: options.maxModelBytes, upload });
     if (serveError.code === ErrorCode.internal) req.log.error({ err, requestId: req.id }, "request failed");
     else req.log.debug({ requestId: req.id, code: serveError.code, message: serveError.message }, "request refused");
     return sendError(reply, serveError);
@@ -131,9 +170,10 @@ export async function buildApp(deps: FrontendDeps) {
   await registerPipelineRoutes(app, { bus, store, catalog, log }, ask);
 
   // ---- Model repository ----
-  app.post("/v2/repository/index", async () => {
+  app.post("/v2/repository/index", async (req) => {
     const [models, instances] = await Promise.all([store.listModels(), store.listInstances()]);
-    return models.map((m) => {
+    // With access control on, a key limited to some apps sees their models only.
+    return models.filter((m) => canSee(req.apiKey ?? undefined, [m.app])).map((m) => {
       const states = instances.filter((i) => i.model === m.name).map((i) => i.state);
       const state = states.includes("active") ? "READY" : states.includes("loading") ? "LOADING" : "UNAVAILABLE";
       const reason = state === "UNAVAILABLE" ? "no instance loaded (loads on the first query)" : "";
@@ -233,6 +273,7 @@ export async function buildApp(deps: FrontendDeps) {
     return { atMs: clock.now(), models, variants, instances, workers };
   });
   await registerDashboard(app, { bus, catalog, clock, log });
+  registerKeyRoutes(app, { auth: deps.auth, clock });
   app.get("/", async (_req, reply) => reply.redirect("/dashboard"));
   app.get("/metrics", async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
 

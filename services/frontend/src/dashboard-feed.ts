@@ -1,5 +1,5 @@
-import type { ArrivalsReport, CostSummary, ForecastMessage, Hardware, WorkerReport } from "@sloserve/contracts";
-import { variantPricePerSecond } from "@sloserve/policy";
+import type { ArrivalsReport, CostSummary, ForecastMessage, WorkerReport } from "@sloserve/contracts";
+import { footprintOf, footprintPricePerSecond } from "@sloserve/policy";
 
 /**
  * What the dashboard shows, kept from the bus as it goes by (the frontend subscribes: dashboard.ts):
@@ -9,7 +9,7 @@ import { variantPricePerSecond } from "@sloserve/policy";
  * Series are kept per second for the last `windowMs` (10 min), from the messages' own timestamps.
  *
  * The cost of the loaded instances is their share of their hardware's price (libs/policy
- * `variantPricePerSecond`, the price the selection ranks variants by); the machines' cost is the VM
+ * `footprintPricePerSecond`, the price the selection ranks variants by); the machines' cost is the VM
  * autoscaler's, for the machines it launched.
  */
 
@@ -43,8 +43,8 @@ export interface DashboardData {
   totals: { qps: number; served_qps: number; p99_ms: number | null; slo_attainment: number | null; workers: number; active_variants: number };
 }
 
-/** Hardware and threads of a variant, for its price (the catalog's). */
-export type VariantLookup = (variant: string) => { model: string; hardware: Hardware; threads: number } | undefined;
+/** A variant's model, and what prices it (libs/policy `footprintOf`: hardware, threads, profiled memory, settings). */
+export type VariantLookup = (variant: string) => ({ model: string } & Parameters<typeof footprintOf>[0]) | undefined;
 
 interface Second {
   arrivals: Map<string, number>;
@@ -141,7 +141,7 @@ export class DashboardFeed {
       if (nowMs - seenAtMs > WORKER_STALE_MS) continue;
       for (const v of report.variants) {
         const info = this.variantOf(v.variant);
-        if (info && v.instances > 0) perS += v.instances * variantPricePerSecond(info.hardware, info.threads);
+        if (info && v.instances > 0) perS += v.instances * footprintPricePerSecond(footprintOf(info));
       }
     }
     return perS * 3600;

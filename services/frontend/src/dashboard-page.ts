@@ -2,7 +2,9 @@
  * The dashboard's page: figures from `GET /v1/dashboard` every 2 s, charts drawn by Vega-Lite (compiled
  * to Vega in the browser, rendered as SVG) from the bundles the frontend serves under /dashboard/vendor/.
  * `body[data-updates]` counts the refreshes drawn, `body[data-error]` holds the last failure: the
- * browser test waits on them.
+ * browser test waits on them. With access control on, its data needs an admin key: open the page as
+ * `/dashboard#key=<key>` (a fragment is never sent to the server); the page keeps the key for the tab
+ * (sessionStorage), takes it off the address bar and sends it as `Authorization: Bearer`.
  */
 export const dashboardHtml = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>sloserve dashboard</title><link rel="icon" href="data:,">
@@ -37,6 +39,11 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #eee;pad
   <div class="card" style="grid-column:1/-1"><h2>Last decisions</h2><table id="decisions"></table></div>
 </div>
 <script>
+const apiKey = (() => {
+  const given = new URLSearchParams(location.hash.slice(1)).get("key");
+  if (given) { sessionStorage.setItem("sloserve-key", given); history.replaceState(null, "", location.pathname + location.search); }
+  return sessionStorage.getItem("sloserve-key");
+})();
 const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;"}[c]));
 const fmt = (x, d) => (x === null || x === undefined ? "–" : Number(x).toFixed(d));
 const time = (t) => new Date(t).toLocaleTimeString();
@@ -80,7 +87,9 @@ async function refresh() {
   if (busy) return; // the last refresh is still drawing (a slow machine)
   busy = true;
   try {
-    const d = await (await fetch("/v1/dashboard")).json();
+    const response = await fetch("/v1/dashboard", apiKey ? { headers: { authorization: "Bearer " + apiKey } } : {});
+    const d = await response.json();
+    if (!response.ok) throw new Error(d.error || response.statusText);
     document.getElementById("at").textContent = time(d.atMs);
     const t = d.totals;
     document.getElementById("kpi-qps").textContent = fmt(t.qps, 1);

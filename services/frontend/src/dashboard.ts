@@ -41,7 +41,7 @@ export async function registerDashboard(app: FastifyInstance<RawServerDefault, R
   const { bus, catalog, clock, log } = deps;
   const feed = new DashboardFeed((name) => {
     const v = catalog.variants.get(name);
-    return v ? { model: v.model, hardware: v.hardware, threads: v.threads } : undefined;
+    return v ? { model: v.model, hardware: v.hardware, threads: v.threads, profile: v.profile, settings: v.settings } : undefined;
   });
   const follow = <T>(subject: string, what: string, schema: z.ZodType<T>, apply: (data: T, subject: string) => void) =>
     bus.nc.subscribe(subject, {

@@ -4,6 +4,7 @@ import * as protoLoader from "@grpc/proto-loader";
 import { ErrorCode, ServeError, httpStatusOf, oipGrpcProtoPath, tensorBytes, type OipInput, type OipRequest } from "@sloserve/contracts";
 import type { Logger } from "@sloserve/bus";
 import { modelMetadata, modelReady, serveOipQuery, serverMetadata, serverReady, type QueryDeps } from "./query.js";
+import { checkGrpcCall, grpcRules, type AccessControl } from "./access.js";
 
 /**
  * The Open Inference Protocol over gRPC: `inference.GRPCInferenceService` of
@@ -18,6 +19,8 @@ export const protoLoaderOptions: protoLoader.Options = { keepCase: true, longs: 
 /** gRPC statuses by the HTTP status of our error codes (libs/contracts errors.ts), and the exceptions. */
 const grpcStatusByHttp: Record<number, grpc.status> = {
   400: grpc.status.INVALID_ARGUMENT,
+  401: grpc.status.UNAUTHENTICATED,
+  403: grpc.status.PERMISSION_DENIED,
   404: grpc.status.NOT_FOUND,
   409: grpc.status.ALREADY_EXISTS,
   413: grpc.status.RESOURCE_EXHAUSTED,
@@ -149,12 +152,38 @@ export function loadInferenceService(): grpc.ServiceDefinition {
   return service.service;
 }
 
-/** Starts the gRPC inference service on host:port (0: a free port). */
-export async function startGrpcServer(deps: QueryDeps & { log: Logger; maxMessageBytes: number }, host: string, port: number): Promise<GrpcServer> {
+/**
+ * Every method checked against its access rule (access.ts `grpcRules`) before it runs: a refusal is
+ * UNAUTHENTICATED or PERMISSION_DENIED with the reason. A method without a rule fails the start.
+ */
+function guarded(access: AccessControl, log: Logger, handlers: grpc.UntypedServiceImplementation): grpc.UntypedServiceImplementation {
+  const out: grpc.UntypedServiceImplementation = {};
+  for (const [method, handler] of Object.entries(handlers)) {
+    if (!grpcRules[method]) throw new Error(`gRPC method ${method} has no access rule: add one to services/frontend/src/access.ts`);
+    const unaryHandler = handler as unknown as grpc.handleUnaryCall<unknown, unknown>;
+    out[method] = ((call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      checkGrpcCall(access, method, call.metadata, call.request).then(
+        () => unaryHandler(call, callback),
+        (err: unknown) => callback(toGrpcError(err, log)),
+      );
+    }) as grpc.UntypedHandleCall;
+  }
+  return out;
+}
+
+/**
+ * Starts the gRPC inference service on host:port (0: a free port); over TLS with `tls` (PEM
+ * certificate chain and key), and with every call checked against its access rule with `access`.
+ */
+export async function startGrpcServer(
+  deps: QueryDeps & { log: Logger; maxMessageBytes: number; access?: AccessControl | undefined; tls?: { cert: Buffer; key: Buffer } | undefined },
+  host: string,
+  port: number,
+): Promise<GrpcServer> {
   const { log, clock } = deps;
   const server = new grpc.Server({ "grpc.max_receive_message_length": deps.maxMessageBytes, "grpc.max_send_message_length": -1 });
   type NameRequest = { name: string; version?: string };
-  server.addService(loadInferenceService(), {
+  const handlers: grpc.UntypedServiceImplementation = {
     ServerLive: unary(log, async () => ({ live: true })),
     ServerReady: unary(log, async () => ({ ready: (await serverReady(deps)).ready })),
     ServerMetadata: unary(log, async () => serverMetadata),
@@ -175,9 +204,11 @@ export async function startGrpcServer(deps: QueryDeps & { log: Logger; maxMessag
         raw_output_contents: answer.outputs.map((t) => tensorBytes(t.data)),
       };
     }),
-  });
+  };
+  server.addService(loadInferenceService(), deps.access ? guarded(deps.access, log, handlers) : handlers);
+  const credentials = deps.tls ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: deps.tls.cert, private_key: deps.tls.key }], false) : grpc.ServerCredentials.createInsecure();
   const bound = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+    server.bindAsync(`${host}:${port}`, credentials, (err, p) => (err ? reject(err) : resolve(p)));
   });
   return {
     port: bound,

@@ -1,16 +1,18 @@
+import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import {
   ErrorCode,
   ServeError,
   describeZodError,
   headers,
-  oipResponseBody,
+  oipResponseParts,
   parseOipBinaryBody,
   parseOipJson,
   sloSchema,
   wantsBinaryOutput,
   type OipRequest,
   type Slo,
+  type Tensor,
 } from "@sloserve/contracts";
 import type { Logger } from "@sloserve/bus";
 import { modelMetadata, modelReady, serveOipQuery, type QueryDeps } from "./query.js";
@@ -29,6 +31,22 @@ type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawRep
 
 /** The header that marks a binary-extension body and gives its JSON header's length, in requests and answers. */
 const HEADER_LENGTH = "inference-header-content-length";
+
+/** Binary answers from this size on are written in pieces rather than concatenated (a stream costs more per answer than a small copy). */
+const STREAM_FROM_BYTES = 64 * 1024;
+
+/**
+ * Sends an answer: JSON, or the binary tensor extension when an output goes back binary. A large
+ * binary answer (ocr-rec's 1 MB) is written as its pieces, the outputs straight from the bus message:
+ * concatenating them first cost the frontend a copy of every byte (bench/README.md, "the data path").
+ */
+export function sendOipAnswer(reply: FastifyReply, header: Record<string, unknown>, outputs: readonly Tensor[], binary: (name: string) => boolean): FastifyReply {
+  const { parts, byteLength, headerLength } = oipResponseParts(header, outputs, binary);
+  if (headerLength === undefined) return reply.type("application/json").send(parts[0]);
+  reply.header(HEADER_LENGTH, headerLength).type("application/octet-stream");
+  if (byteLength < STREAM_FROM_BYTES) return reply.send(Buffer.concat(parts, byteLength));
+  return reply.header("content-length", byteLength).send(Readable.from(parts, { objectMode: false }));
+}
 
 /** The request in either encoding; `json` is the parsed body when it came in JSON. */
 function requestOf(req: FastifyRequest): { request: OipRequest; json?: unknown } {
@@ -65,10 +83,8 @@ export function registerOipHttpRoutes(app: App, deps: QueryDeps, options: { maxB
 
   const answer = async (req: FastifyRequest, reply: FastifyReply, model: string, version: string | undefined, read: () => { request: OipRequest; slo?: Slo | undefined }, appOnly = false) => {
     const result = await serveOipQuery(deps, model, version, read, { requestId: req.id, appOnly });
-    const { body, headerLength } = oipResponseBody(result.header, result.outputs, (name) => wantsBinaryOutput(result.request, name));
     reply.header(headers.requestId, req.id);
-    if (headerLength === undefined) return reply.type("application/json").send(body);
-    return reply.header(HEADER_LENGTH, headerLength).type("application/octet-stream").send(body);
+    return sendOipAnswer(reply, result.header, result.outputs, (name) => wantsBinaryOutput(result.request, name));
   };
 
   // Inference bodies are read as bytes whatever their content type (JSON, application/octet-stream,

@@ -11,7 +11,7 @@ import {
 } from "@sloserve/contracts";
 import { errorFromReply, makeHeaders, type Bus, type Logger } from "@sloserve/bus";
 import type { Catalog, MetadataStore } from "@sloserve/store";
-import { pipelineInputSignature, resolvePipelineParams } from "@sloserve/policy";
+import { canSee, pipelineApps, pipelineInputSignature, resolvePipelineParams } from "@sloserve/policy";
 import { jsonToWire } from "./infer.js";
 import { acceptFileBodies, fileInput, isJsonType, mediaTypeOf } from "./pipeline-files.js";
 
@@ -113,10 +113,12 @@ export async function registerPipelineRoutes(app: FastifyInstance<RawServerDefau
     return reply.code(201).send(describe(record, catalog));
   });
 
-  app.get("/v1/pipelines", async () => {
+  app.get("/v1/pipelines", async (req) => {
     const records = await store.listPipelines();
     for (const r of records) await ensureKnown(r.spec);
-    return { pipelines: records.map((r) => describe(r, catalog)) };
+    // With access control on, a key limited to some apps sees the pipelines within them only (access.ts).
+    const visible = records.filter((r) => canSee(req.apiKey ?? undefined, pipelineApps(r.spec.stages, (m) => catalog.models.get(m)?.app)));
+    return { pipelines: visible.map((r) => describe(r, catalog)) };
   });
 
   app.get<{ Params: { name: string } }>("/v1/pipelines/:name", async (req) => {

@@ -6,6 +6,8 @@ import {
   planModelActions,
   toVariantProfile,
   WORKER_STALE_MS,
+  PACK_BELOW_UTILISATION,
+  workerFreeResources,
   type ModelAction,
   type ModelActionsConfig,
   type ModelActionsState,
@@ -21,7 +23,8 @@ import type { ModelAutoscalerMetrics } from "./metrics.js";
  * The stateful shell around the model autoscaler (INFaaS §4.2): keeps each worker's latest report and
  * the tightest latency SLO per model from the dispatchers' arrival reports. Every tick it turns the
  * reports into what each worker runs, calls libs/policy `planModelActions` (the rule the simulator
- * runs too: the autoscaler's decisions, swaps, commands in flight, placement elsewhere, escalation)
+ * runs too: the autoscaler's decisions, swaps, commands in flight, placement elsewhere with bin
+ * packing, escalation, and moves of the variants a report shows Interfered: INFaaS §4.1)
  * and carries out the actions it returns, in order: decisions on `decision.model.<worker>` with their
  * reasons (a hold only when its reason changes), commands on `scale.model.<worker>`, requests for
  * workers on `scale.vm`. Pipeline plans' replica counts (pipelines.ts, `setFloors`) go in as floors:
@@ -40,6 +43,11 @@ export interface ModelAutoscalerControllerOptions {
   launchableKinds?: readonly string[];
   /** Prometheus metrics (metrics.ts); none: not exported. */
   metrics?: ModelAutoscalerMetrics;
+  /**
+   * Bin packing of placements elsewhere (libs/policy placement.ts): the busiest worker with room under
+   * this utilisation. @default PACK_BELOW_UTILISATION (0.8)
+   */
+  packBelowUtilisation?: number;
 }
 
 /** How long a model's SLO seen in arrival reports is remembered. */
@@ -47,7 +55,8 @@ const SLO_MEMORY_MS = 60_000;
 
 /**
  * What a worker runs, from its report: ready and loading instances and arrivals per variant, and its
- * free threads, memory and accelerators (a worker that accounts no memory has no limit on it).
+ * free threads, memory, accelerators and GPU memory (libs/policy `workerFreeResources`: GPU variants
+ * share a GPU by memory footprint; a worker that accounts no memory has no limit on it).
  */
 export function workerRunsFromReport(report: WorkerReport, seenAtMs: number): WorkerRuns {
   const variants: Record<string, VariantRuns> = {};
@@ -56,7 +65,7 @@ export function workerRunsFromReport(report: WorkerReport, seenAtMs: number): Wo
     busy += v.utilisation;
     const ready = v.state === "loading" || v.state === "unloading" ? 0 : v.instances;
     const loading = Math.max(v.loading ?? 0, v.state === "loading" ? 1 : 0);
-    variants[v.variant] = { ready, loading, arrivalsQps: v.arrivals };
+    variants[v.variant] = { ready, loading, arrivalsQps: v.arrivals, ...(v.state === "interfered" ? { interfered: true } : {}) };
   }
   return {
     name: report.worker,
@@ -64,11 +73,7 @@ export function workerRunsFromReport(report: WorkerReport, seenAtMs: number): Wo
     atMs: report.atMs,
     seenAtMs,
     utilisation: busy / Math.max(1, report.threads),
-    free: {
-      threads: Math.max(0, report.threads - report.threadsUsed),
-      memoryBytes: report.memoryBytes > 0 ? Math.max(0, report.memoryBytes - report.memoryUsedBytes) : Infinity,
-      accelerators: Math.max(0, (report.accelerators ?? 0) - (report.acceleratorsUsed ?? 0)),
-    },
+    free: workerFreeResources(report),
     variants,
   };
 }
@@ -191,6 +196,7 @@ export class ModelAutoscalerController {
       config: this.options.actions ?? {},
       state: this.state,
       floors: this.currentFloors(),
+      packBelowUtilisation: this.options.packBelowUtilisation ?? PACK_BELOW_UTILISATION,
     });
     this.state = state;
     for (const a of actions) {
@@ -219,7 +225,7 @@ export class ModelAutoscalerController {
       }
       case "add":
       case "unload": {
-        const command: ScaleCommand = { id: randomUUID(), action: a.kind, variant: a.variant, count: a.count, reason: a.reason, atMs: nowMs };
+        const command: ScaleCommand = { id: randomUUID(), action: a.kind, variant: a.variant, count: a.count, reason: a.reason, atMs: nowMs, ...(a.kind === "unload" && a.oldest ? { oldest: true } : {}) };
         await this.bus.js.publish(subjects.scaleModel(a.worker), JSON.stringify(command));
         return;
       }

@@ -3,6 +3,7 @@ import { ManualClock, subjects, type ScaleCommand } from "@sloserve/contracts";
 import { connectBus, createLogger, type Bus } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { startNats, startRedis, type ServerHandle } from "@sloserve/stack";
+import { pricePerSecond, toVariantProfile } from "@sloserve/policy";
 import { ModelAutoscalerController, workerRunsFromReport } from "../src/controller.js";
 import { TestWorker, modelRecord, variantRecord, type TestWorkerOptions, type VariantSpec } from "./harness.js";
 
@@ -130,10 +131,21 @@ describe("model-autoscaler controller", () => {
       want: { decisions: ["t=1 replicate n1 ×1 on inf-1"], commands: ["t=1 add n1 ×1 on inf-1"] },
     },
     {
-      // A GPU worker with its only accelerator taken: the replica goes elsewhere; no GPU worker can
-      // take it → the VM autoscaler is asked for a GPU worker.
-      name: "an accelerator variant with no accelerator left escalates to scale.vm",
-      variants: [G8],
+      // GPU instances share a GPU by memory footprint (libs/policy accelerator-share.ts): one GPU of
+      // 16 GB runs g8 (6 GB); a second g8 needs 6 GB more, 12 GB ≤ 16 GB → replicated on the same GPU
+      // (had an instance held the GPU whole, it would have gone to scale.vm as in the next case).
+      name: "two GPU instances whose footprints fit share one GPU",
+      variants: [{ ...G8, acceleratorMemoryBytes: 6e9 }],
+      workers: [{ name: "gpu-3", hardware: "gpu", accelerators: 1, preload: [["g8", 1]] }],
+      seconds: 1,
+      arrivals: () => ({ "gpu-3": { m: 900 } }),
+      want: { decisions: ["t=1 replicate g8 ×1 on gpu-3"], commands: ["t=1 add g8 ×1 on gpu-3"] },
+    },
+    {
+      // A GPU worker whose one GPU (16 GB) holds g8 (10 GB): a second one (10 GB) does not fit; the
+      // replica goes elsewhere; no GPU worker can take it → the VM autoscaler is asked for a GPU worker.
+      name: "a GPU variant whose footprint no GPU has room for escalates to scale.vm",
+      variants: [{ ...G8, acceleratorMemoryBytes: 10e9 }],
       workers: [{ name: "gpu-2", hardware: "gpu", accelerators: 1, preload: [["g8", 1]] }],
       seconds: 1,
       arrivals: () => ({ "gpu-2": { m: 900 } }),
@@ -221,7 +233,78 @@ describe("model-autoscaler controller", () => {
     w.preload("g8", 1, 0);
     w.apply({ id: "1", action: "add", variant: "g8", count: 1, reason: "test", atMs: 0 });
     const runs = workerRunsFromReport(w.report(1000, { m: 7 }), 1100);
-    // One ready, one loading (2.5 s): both hold an accelerator and 1e8 bytes.
-    expect(runs).toEqual({ name: "g", kind: "gpu", atMs: 1000, seenAtMs: 1100, utilisation: 0, free: { threads: 2, memoryBytes: 8e8, accelerators: 0 }, variants: { g8: { ready: 1, loading: 1, arrivalsQps: 7 } } });
+    // One ready, one loading (2.5 s): both hold 1e8 bytes of host memory and 1e8 of GPU memory (their
+    // footprint), no GPU whole: 2 × 16e9 − 2e8 of GPU memory is free.
+    expect(runs).toEqual({ name: "g", kind: "gpu", atMs: 1000, seenAtMs: 1100, utilisation: 0, free: { threads: 2, memoryBytes: 8e8, accelerators: 2, acceleratorMemoryBytes: 31.8e9 }, variants: { g8: { ready: 1, loading: 1, arrivalsQps: 7 } } });
+  });
+
+  it("model-autoscaler controller - two GPU variants share one GPU during an upgrade, each priced by its footprint", async () => {
+    // g1: batch 1, 200 QPS, 6 GB of GPU memory; g8: 800 QPS, 5 GB. One GPU of 16 GB. At 300 QPS
+    // (target 315): replicate g1 ×1 costs 1.25·C1; upgrade to g8 costs 1.25·C8 − C1 = 1.25·(5/6)·C1 − C1
+    // ≈ 0.04·C1 → upgrade. While g8 loads (ready at 3.5 s) both variants are on the one GPU: 11 GB.
+    const G1S: VariantSpec = { name: "g1", model: "", app: "", hardware: "gpu", latencyMs: { 1: 5 }, peakQps: 200, loadLatencyMs: 2500, acceleratorMemoryBytes: 6e9 };
+    const G8S: VariantSpec = { ...G8, acceleratorMemoryBytes: 5e9 };
+    const { workers } = await runCase(
+      {
+        name: "share",
+        variants: [G1S, G8S],
+        workers: [{ name: "gpu-4", hardware: "gpu", accelerators: 1, preload: [["g1", 1]] }],
+        seconds: 2,
+        arrivals: () => ({ "gpu-4": { m: 300 } }),
+        want: { decisions: [], commands: [] },
+      },
+      "mshare",
+    );
+    expect(decisions.filter((d) => d.action !== "hold").map(brief)).toEqual(["t=1 upgrade g8 ×1 on gpu-4"]);
+    const report = (workers[0] as TestWorker).report(T0 + 2000);
+    expect(report.variants.map((v) => `${v.variant} ${v.state}`)).toEqual(["g1 active", "g8 loading"]);
+    expect({ accelerators: report.accelerators, acceleratorsUsed: report.acceleratorsUsed, gpuMemoryUsed: report.acceleratorMemoryUsedBytes }).toEqual({ accelerators: 1, acceleratorsUsed: 0, gpuMemoryUsed: 11e9 });
+    expect(workerRunsFromReport(report, T0 + 2000).free.acceleratorMemoryBytes).toBe(5e9);
+    // The price split: each pays its share of p3.2xlarge's GPU (16 GiB) by footprint, not a whole GPU.
+    const perS = pricePerSecond("p3.2xlarge");
+    const priceOf = (spec: VariantSpec): number => toVariantProfile(variantRecord({ ...spec, model: "m", app: "a" }))?.pricePerS ?? NaN;
+    expect(priceOf(G1S)).toBeCloseTo((perS * 6e9) / (16 * 1024 ** 3), 12);
+    expect(priceOf(G8S)).toBeCloseTo((perS * 5e9) / (16 * 1024 ** 3), 12);
+    expect(priceOf(G1S) + priceOf(G8S)).toBeLessThan(perS);
+  });
+
+  // INFaaS §4.1: d1 (one thread, 2.5 s to load) reported Interfered. cpu-i1 has room: a second d1 on it,
+  // then its oldest (interfered) one goes; cpu-i2's one thread is taken: a d1 on the least-loaded
+  // other worker with room (cpu-i4; cpu-i3 is 50% busy), then the one on cpu-i2 goes. Unloads wait for
+  // the new instance's report of ready (4 s).
+  const moves: Array<{ name: string; workers: Array<TestWorkerOptions & { preload?: Array<[string, number]> }>; arrivals: Record<string, Record<string, number>>; decisions: string[]; commands: string[]; after: Record<string, string[]> }> = [
+    {
+      name: "to free threads on its own worker",
+      workers: [{ name: "cpu-i1", threads: 4, interfered: ["d1"], preload: [["d1", 1]] }],
+      arrivals: { "cpu-i1": { m: 10 } },
+      decisions: ["t=1 migrate d1 ×1 on cpu-i1 to cpu-i1"],
+      commands: ["t=1 add d1 ×1 on cpu-i1", "t=4 unload d1 ×1 on cpu-i1 (oldest)"],
+      after: { "cpu-i1": ["d1 ready at 3.5 s"] },
+    },
+    {
+      name: "to the least-loaded other worker",
+      workers: [
+        { name: "cpu-i2", threads: 1, interfered: ["d1"], preload: [["d1", 1]] },
+        { name: "cpu-i3", threads: 4, busy: 0.5, preload: [["d1", 1]] },
+        { name: "cpu-i4", threads: 4 },
+      ],
+      arrivals: { "cpu-i2": { m: 10 } },
+      decisions: ["t=1 migrate d1 ×1 on cpu-i2 to cpu-i4"],
+      commands: ["t=1 add d1 ×1 on cpu-i4", "t=4 unload d1 ×1 on cpu-i2 (oldest)"],
+      after: { "cpu-i2": [], "cpu-i3": ["d1 ready at 0 s"], "cpu-i4": ["d1 ready at 3.5 s"] },
+    },
+  ];
+  moves.forEach((c, i) => {
+    it(`model-autoscaler controller - an Interfered variant is moved ${c.name}, the old instance unloaded once the new one serves`, async () => {
+      const { workers } = await runCase({ name: c.name, variants: [D1, D8], workers: c.workers, seconds: 5, arrivals: () => c.arrivals, want: { decisions: [], commands: [] } }, `mi${i}`);
+      const moved = decisions.filter((d) => d.action === "migrate");
+      expect(moved.map((d) => `${brief(d)} to ${String(d.to)}`)).toEqual(c.decisions);
+      expect(String(moved[0]?.reason)).toContain("d1 Interfered on");
+      expect(decisions.filter((d) => d.action !== "hold" && d.action !== "migrate")).toEqual([]);
+      expect(commands.map(({ worker, command }) => `t=${sec(command.atMs)} ${command.action} ${command.variant} ×${String(command.count)} on ${worker}${command.oldest ? " (oldest)" : ""}`)).toEqual(c.commands);
+      // What the workers run once the commands are carried out: the new instance only.
+      const after = Object.fromEntries(workers.map((w) => [w.name, w.instances.map((x) => `${x.variant.name} ready at ${sec(x.readyAtMs)} s`)]));
+      expect(after).toEqual(c.after);
+    });
   });
 });

@@ -1,12 +1,13 @@
 import { scaleCommandSchema, subjects, type Hardware, type ModelRecord, type ScaleCommand, type VariantRecord, type WorkerReport } from "@sloserve/contracts";
 import type { Bus } from "@sloserve/bus";
+import { footprintOf, heldResources } from "@sloserve/policy";
 
 /**
  * Test pieces for the model autoscaler's shell: registry records for made-up variants, and a test worker
  * that obeys the `scale.model.<worker>` commands the controller publishes (an added instance is ready
  * after its variant's load latency, on the test's clock) and reports on `metrics.worker.<worker>` what
- * it runs, as the executor's worker does (loading instances hold their resources; one accelerator per
- * instance of an accelerator variant).
+ * it runs, as the executor's worker does (loading instances hold their resources, counted by libs/policy
+ * `heldResources`: GPU instances their device memory, Inferentia instances their NeuronCores).
  */
 
 export function modelRecord(name: string, app: string): ModelRecord {
@@ -40,6 +41,8 @@ export interface VariantSpec {
   peakQps: number;
   loadLatencyMs: number;
   memoryBytes?: number;
+  /** GPU variants: device memory one instance takes (its footprint). @default memoryBytes */
+  acceleratorMemoryBytes?: number;
 }
 
 export function variantRecord(s: VariantSpec): VariantRecord {
@@ -60,6 +63,7 @@ export function variantRecord(s: VariantSpec): VariantRecord {
       latencyMs: Object.fromEntries(Object.entries(s.latencyMs).map(([b, ms]) => [String(b), ms])),
       peakQps: s.peakQps,
       memoryBytes: s.memoryBytes ?? 1e8,
+      ...(s.acceleratorMemoryBytes !== undefined ? { acceleratorMemoryBytes: s.acceleratorMemoryBytes } : {}),
       accuracy: 0.9,
       sampleShape: { x: [4] },
       worker: "profiler",
@@ -74,6 +78,12 @@ export interface TestWorkerOptions {
   threads?: number;
   memoryBytes?: number;
   accelerators?: number;
+  /** GPU workers: memory of each GPU, bytes. @default 16e9 */
+  acceleratorMemoryBytes?: number;
+  /** Variants whose ready instances it reports Interfered (as the executor's state machine would). @default none */
+  interfered?: readonly string[];
+  /** Busy fraction of its threads it reports (on its first variant). @default 0 */
+  busy?: number;
 }
 
 export class TestWorker {
@@ -116,8 +126,8 @@ export class TestWorker {
     if (!v) return;
     const mine = this.instances.filter((i) => i.variant.name === v.name);
     if (command.action === "unload") {
-      // The executor unloads loaded instances, the newest first.
-      const ready = mine.filter((i) => i.readyAtMs <= command.atMs).sort((a, b) => b.readyAtMs - a.readyAtMs);
+      // The executor unloads loaded instances, the newest first (the oldest first with `oldest`).
+      const ready = mine.filter((i) => i.readyAtMs <= command.atMs).sort((a, b) => (command.oldest ? a.readyAtMs - b.readyAtMs : b.readyAtMs - a.readyAtMs));
       for (const i of ready.slice(0, command.count ?? ready.length)) this.instances.splice(this.instances.indexOf(i), 1);
       return;
     }
@@ -145,13 +155,13 @@ export class TestWorker {
   report(nowMs: number, arrivals: Readonly<Record<string, number>> = {}): WorkerReport {
     const runs = this.runs(nowMs);
     const left = new Map(Object.entries(arrivals));
-    const variants = [...runs].map(([name, e]) => {
+    const variants = [...runs].map(([name, e], index) => {
       const v = this.variants.get(name) as VariantRecord;
       const a = e.ready > 0 ? (left.get(v.model) ?? 0) : 0;
       if (e.ready > 0) left.delete(v.model);
       return {
         variant: name,
-        state: e.ready > 0 ? ("active" as const) : ("loading" as const),
+        state: e.ready > 0 ? (this.options.interfered?.includes(name) ? ("interfered" as const) : ("active" as const)) : ("loading" as const),
         instances: e.ready,
         loading: e.loading,
         sloMisses: 0,
@@ -164,28 +174,24 @@ export class TestWorker {
         queueLength: 0,
         latencyP50Ms: 0,
         latencyP99Ms: 0,
-        utilisation: 0,
+        utilisation: index === 0 ? (this.options.busy ?? 0) * (this.options.threads ?? 4) : 0,
       };
     });
-    let threadsUsed = 0;
-    let memoryUsedBytes = 0;
-    let acceleratorsUsed = 0;
-    for (const i of this.instances) {
-      threadsUsed += i.variant.threads;
-      memoryUsedBytes += i.variant.profile?.memoryBytes ?? 0;
-      if (i.variant.hardware !== "cpu") acceleratorsUsed++;
-    }
+    // What the instances hold, by the rule the executor's worker reports with.
+    const held = heldResources(this.instances.map((i) => ({ footprint: footprintOf(i.variant), count: 1 })));
+    const hardware = this.options.hardware ?? "cpu";
     return {
       worker: this.name,
-      hardware: this.options.hardware ?? "cpu",
+      hardware,
       atMs: nowMs,
       startedAtMs: 0,
       threads: this.options.threads ?? 4,
-      threadsUsed,
+      threadsUsed: held.threads,
       memoryBytes: this.options.memoryBytes ?? 8e9,
-      memoryUsedBytes,
+      memoryUsedBytes: held.memoryBytes,
       accelerators: this.options.accelerators ?? 0,
-      acceleratorsUsed,
+      acceleratorsUsed: held.accelerators,
+      ...(hardware === "gpu" ? { acceleratorMemoryBytes: this.options.acceleratorMemoryBytes ?? 16e9, acceleratorMemoryUsedBytes: held.acceleratorMemoryBytes } : {}),
       rssBytes: 1e8,
       variants,
     };

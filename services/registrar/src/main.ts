@@ -19,6 +19,15 @@ import { RegistrarMetrics } from "./metrics.js";
 import { startServiceMetrics } from "@sloserve/metrics";
 import { quantizeWeightsInt8 } from "@sloserve/onnx";
 
+/** A comma-separated list: its items, trimmed, empty ones dropped. */
+const commaList = (defaultValue: string) =>
+  z
+    .string()
+    .default(defaultValue)
+    .transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean));
+/** The same, as numbers. */
+const numberList = (defaultValue: string) => commaList(defaultValue).transform((xs) => xs.map(Number));
+
 /**
  * registrar: registers models (`registry.request.register`) and removes them
  * (`registry.request.unregister`), answering each request with the result or an error code; and tunes
@@ -26,23 +35,21 @@ import { quantizeWeightsInt8 } from "@sloserve/onnx";
  */
 const envSchema = commonEnvSchema.extend({
   /** Hardware kinds to generate variants for, comma-separated. @default cpu,gpu,inferentia */
-  VARIANT_HARDWARE: z
-    .string()
-    .default("cpu,gpu,inferentia")
-    .transform((s) => s.split(",").map((h) => h.trim()).filter(Boolean))
-    .pipe(z.array(hardwareSchema).min(1)),
+  VARIANT_HARDWARE: commaList("cpu,gpu,inferentia").pipe(z.array(hardwareSchema).min(1)),
   /** Max batch sizes of the generated variants, comma-separated. @default 1,2,4,8,16,32,64 */
-  VARIANT_BATCH_SIZES: z
-    .string()
-    .default("1,2,4,8,16,32,64")
-    .transform((s) => s.split(",").map((b) => Number(b.trim())))
-    .pipe(z.array(z.number().int().min(1).max(1024)).min(1)),
+  VARIANT_BATCH_SIZES: numberList("1,2,4,8,16,32,64").pipe(z.array(z.number().int().min(1).max(1024)).min(1)),
   /** CPU thread counts of the generated variants, comma-separated. @default 1,2 */
-  VARIANT_CPU_THREADS: z
-    .string()
-    .default("1,2")
-    .transform((s) => s.split(",").map((b) => Number(b.trim())))
-    .pipe(z.array(z.number().int().min(1).max(256)).min(1)),
+  VARIANT_CPU_THREADS: numberList("1,2").pipe(z.array(z.number().int().min(1).max(256)).min(1)),
+  /** TensorRT precisions of the GPU variants beside the CUDA ones, comma-separated; empty: CUDA only. @default fp16 */
+  VARIANT_TENSORRT_PRECISIONS: commaList("fp16").pipe(z.array(z.enum(["fp32", "fp16", "int8"]))),
+  /** NeuronCore counts of the Inferentia variants (each a Neuron model compiled for them), comma-separated. @default 1 */
+  VARIANT_NEURON_CORES: numberList("1").pipe(z.array(z.number().int().min(1).max(16)).min(1)),
+  /**
+   * Models with dynamic non-batch input dimensions (OCR's text width): scales of the profile shape's
+   * dynamic dimensions also profiled, one input size class each (INFaaS §5), comma-separated, e.g.
+   * 0.25,0.5,1,2; empty: one size. @default "" (each class adds a profiling run per batch size)
+   */
+  PROFILE_SIZE_CLASSES: numberList("").pipe(z.array(z.number().positive().max(16))),
   /** Queue profiling jobs at registration. @default true */
   PROFILE_ON_REGISTER: z.enum(["true", "false"]).default("true").transform((v) => v === "true"),
   /** Tune each profiled variant's Wbatch to its model's tightest SLO (MArk §4.3); false keeps the generator's 0. @default true */
@@ -57,6 +64,9 @@ await runService("registrar", process.env, async (log) => {
     hardware: options.VARIANT_HARDWARE,
     batchSizes: options.VARIANT_BATCH_SIZES,
     cpuThreads: options.VARIANT_CPU_THREADS,
+    tensorrtPrecisions: options.VARIANT_TENSORRT_PRECISIONS,
+    neuronCores: options.VARIANT_NEURON_CORES,
+    sizeClassScales: options.PROFILE_SIZE_CLASSES,
     profile: options.PROFILE_ON_REGISTER,
     log,
     // Weight-only int8 rewrite of Gemm/MatMul weights (libs/onnx); models without such weights get no int8 variant.

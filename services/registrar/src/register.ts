@@ -15,7 +15,7 @@ import {
 import type { Bus, Logger } from "@sloserve/bus";
 import type { MetadataStore } from "@sloserve/store";
 import { inspectModel } from "@sloserve/runtime";
-import { generateVariants, profileGroups } from "@sloserve/policy";
+import { generateVariants, profileGroups, type TensorRtPrecision } from "@sloserve/policy";
 import { checkLabels, checkValidationSet } from "./validation.js";
 
 /** Upper bound on a model binary. */
@@ -34,6 +34,12 @@ export interface RegistrarOptions {
   batchSizes?: number[];
   /** CPU thread counts of the CPU variants. */
   cpuThreads?: number[];
+  /** TensorRT precisions of the GPU variants beside the CUDA ones (libs/policy variant-generator). */
+  tensorrtPrecisions?: TensorRtPrecision[];
+  /** NeuronCore counts of the Inferentia variants. */
+  neuronCores?: number[];
+  /** Models with dynamic non-batch input dimensions: scales of them profiled as input size classes (libs/policy input-classes.ts). */
+  sizeClassScales?: number[];
   /** Publish profiling jobs at registration. */
   profile: boolean;
   /** Rewrites a model to int8 weights; undefined when it cannot. */
@@ -153,9 +159,10 @@ export async function registerModel(bus: Bus, metadata: MetadataStore, request: 
       validationObject,
       validationCount: validation?.count ?? 0,
       profileShape,
+      ...(options.sizeClassScales?.length ? { sizeClassScales: options.sizeClassScales } : {}),
     };
     const batchable = [...model.inputs, ...model.outputs].every((s) => s.shape.length > 0 && s.shape[0] === -1);
-    const variants: VariantRecord[] = generateVariants({ model: name, app, batchable, objects: { fp32: object, int8: int8Object } }, { hardware: options.hardware, ...(options.batchSizes ? { batchSizes: options.batchSizes } : {}), ...(options.cpuThreads ? { cpuThreads: options.cpuThreads } : {}) });
+    const variants: VariantRecord[] = generateVariants({ model: name, app, batchable, objects: { fp32: object, int8: int8Object } }, { hardware: options.hardware, ...(options.batchSizes ? { batchSizes: options.batchSizes } : {}), ...(options.cpuThreads ? { cpuThreads: options.cpuThreads } : {}), ...(options.tensorrtPrecisions ? { tensorrtPrecisions: options.tensorrtPrecisions } : {}), ...(options.neuronCores ? { neuronCores: options.neuronCores } : {}) });
     let created: boolean;
     try {
       created = await metadata.createModel(model, variants);
@@ -178,7 +185,7 @@ export async function registerModel(bus: Bus, metadata: MetadataStore, request: 
     let profileJobs = 0;
     if (options.profile) {
       for (const group of profileGroups(variants)) {
-        const job: ProfileJob = { id: randomUUID(), model: name, hardware: group.hardware, quantization: group.quantization, threads: group.threads, object: group.object, variants: group.variants, atMs: nowMs };
+        const job: ProfileJob = { id: randomUUID(), model: name, hardware: group.hardware, quantization: group.quantization, threads: group.threads, object: group.object, ...(group.settings ? { settings: group.settings } : {}), variants: group.variants, atMs: nowMs };
         await bus.js.publish(subjects.profileJob(group.hardware), JSON.stringify(job));
         profileJobs++;
       }

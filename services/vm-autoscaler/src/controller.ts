@@ -33,6 +33,7 @@ import {
   type MachinePlanState,
   type MachineView,
   type PendingPlacement,
+  type SpotPriceSeries,
   type VariantProfile,
 } from "@sloserve/policy";
 import type { ProviderEvent, WorkerInstance, WorkerProvider } from "@sloserve/providers";
@@ -72,6 +73,8 @@ export interface VmAutoscalerControllerOptions {
   /** Published holds with an unchanged reason are repeated after this long. @default 60_000 */
   holdRepeatMs?: number;
   metrics?: VmMetrics;
+  /** Spot prices over time (SPOT_PRICES_FILE): the plan chooses each kind's market and price at each tick. @default none */
+  spotPrices?: SpotPriceSeries;
 }
 
 /** How long arrival reports count for an app's load and its SLO. */
@@ -245,6 +248,7 @@ export class VmAutoscalerController {
       loadQpsByKind: this.loadByKind(),
       config: this.options.plan ?? {},
       state: this.state,
+      ...(this.options.spotPrices ? { spotPrices: this.options.spotPrices } : {}),
     });
     this.state = state;
     for (const d of decisions) {

@@ -1,11 +1,11 @@
-import { createWriteStream } from "node:fs";
+import { createWriteStream, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { z } from "zod";
 import { EC2Client } from "@aws-sdk/client-ec2";
 import { commonEnvSchema, compileOptions, hardwareSchema, type Hardware } from "@sloserve/contracts";
-import { connectBus, runEvery, runService, systemClock, type Bus, type Logger } from "@sloserve/bus";
+import { connectBus, natsChildEnv, runEvery, runService, systemClock, type Bus, type Logger } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
-import { INSTANCE_PRICES, pricePerSecond, type MachineKind, type MachinePlanConfig } from "@sloserve/policy";
+import { INSTANCE_PRICES, instanceOffer, parseSpotPriceCsv, pricePerSecond, type MachineKind, type MachinePlanConfig } from "@sloserve/policy";
 import { Ec2WorkerProvider, LocalWorkerProvider, NOMAD_EXECUTORS_JOB, NomadWorkerProvider, natsSpotNotices, nomadExecutorGroup, type WorkerProvider } from "@sloserve/providers";
 import { VmAutoscalerController } from "./controller.js";
 import { VmMetrics } from "./costs.js";
@@ -33,6 +33,12 @@ const envSchema = commonEnvSchema.extend({
   LAUNCH_KINDS: kinds.default(["cpu"]),
   /** Kinds launched on the spot market (MArk §4.5). @default none */
   SPOT_KINDS: kinds.default([]),
+  /**
+   * Spot prices over time: a CSV with columns timestamp, instance_type, spot_price (as
+   * `aws ec2 describe-spot-price-history` gives them). With it, SPOT_KINDS go on-demand while their
+   * type's spot price is above on-demand, and the plan prices them at the price of now. @default none (static prices)
+   */
+  SPOT_PRICES_FILE: z.string().optional(),
   CPU_INSTANCE_TYPE: z.string().default("c5.xlarge"),
   GPU_INSTANCE_TYPE: z.string().default("p3.2xlarge"),
   INFERENTIA_INSTANCE_TYPE: z.string().default("inf1.xlarge"),
@@ -124,7 +130,8 @@ function buildProvider(o: Options, bus: Bus, log: Logger, kindEnv: Partial<Recor
         logLevel: o.LOG_LEVEL,
         bootDelayMs: o.BOOT_DELAY_MS,
         stopTimeoutMs: o.LOCAL_STOP_TIMEOUT_MS,
-        kindEnv,
+        // The workers connect to NATS as the executor user (EXECUTOR_NATS_USER/_PASSWORD), not as this service.
+        kindEnv: Object.fromEntries(hardwareSchema.options.map((k) => [k, { ...kindEnv[k], ...natsChildEnv(process.env, "EXECUTOR") }])),
         logTo: o.EXECUTOR_LOG_FILE ? createWriteStream(o.EXECUTOR_LOG_FILE, { flags: "a" }) : process.stdout,
         clock,
         log,
@@ -173,7 +180,7 @@ await runService("vm-autoscaler", process.env, async (log) => {
       pricePerHour: pricePerSecond(types[k], spot ? "spot" : "on-demand") * 3600,
       spot,
       bootMs,
-      resources: k === "cpu" ? { threads, memoryBytes } : { accelerators: INSTANCE_PRICES[types[k]]?.accelerators ?? 1, memoryBytes },
+      resources: instanceOffer(k, types[k], threads, memoryBytes),
       minWorkers: o[`${KIND_ENV[k]}_MIN_WORKERS`] ?? o.MIN_WORKERS,
       maxWorkers: o[`${KIND_ENV[k]}_MAX_WORKERS`] ?? o.MAX_WORKERS,
     };
@@ -195,7 +202,8 @@ await runService("vm-autoscaler", process.env, async (log) => {
   const provider = buildProvider(o, bus, log, kindEnv, types);
   const served = await startServiceMetrics(o, log);
   const metrics = new VmMetrics(served.registry);
-  const controller = new VmAutoscalerController(bus, store, catalog, provider, log, clock, { kinds: machineKinds, plan, launchEnv: kindEnv, metrics });
+  const spotPrices = o.SPOT_PRICES_FILE ? parseSpotPriceCsv(readFileSync(o.SPOT_PRICES_FILE, "utf8")) : undefined;
+  const controller = new VmAutoscalerController(bus, store, catalog, provider, log, clock, { kinds: machineKinds, plan, launchEnv: kindEnv, metrics, ...(spotPrices ? { spotPrices } : {}) });
   await controller.start();
   await catalog.load();
 

@@ -27,7 +27,12 @@ const ROWS: Row[] = [
     simulator: "systems/infaas.ts router",
   },
   { module: "routing.ts", decides: "model-specific queries: `routeModelQuery`", service: "dispatcher", simulator: "— (no model-specific queries in the scenarios)" },
-  { module: "placement.ts", decides: "the worker for a load (`chooseWorker`), worker staleness", service: "dispatcher, model-autoscaler", simulator: "—" },
+  {
+    module: "placement.ts",
+    decides: "the worker for a load (`chooseWorker`): spread to the least utilised, or bin packing (`packBelow`: the busiest with room under 80%); worker staleness",
+    service: "dispatcher (on-demand loads, packing), model-autoscaler (placements elsewhere, packing; pipeline floors, spread)",
+    simulator: "systems/infaas.ts with `packBelowUtilisation` (the dispatcher's loads; placements elsewhere through model-actions.ts), infaas-mechanisms",
+  },
   {
     module: "batching.ts",
     decides: "when a batch leaves and how big (`planBatch`), shedding late queries (`cannotFinishInTime`), run-time estimate",
@@ -41,10 +46,10 @@ const ROWS: Row[] = [
     simulator: "systems/infaas.ts monitor",
   },
   {
-    module: "model-actions.ts, model-autoscaler.ts",
-    decides: "INFaaS's model autoscaler: replicate, upgrade/downgrade, remove, place elsewhere",
+    module: "model-actions.ts, model-autoscaler.ts, interference.ts",
+    decides: "INFaaS's model autoscaler: replicate, upgrade/downgrade, remove, place elsewhere; moves of Interfered variants (`planMigrations`, §4.1)",
     service: "model-autoscaler (controller.ts)",
-    simulator: "systems/infaas.ts model autoscaler",
+    simulator: "systems/infaas.ts model autoscaler (moves of Interfered variants with `migrateInterfered`: infaas-mechanisms)",
   },
   {
     module: "machine-plan.ts, vm-autoscaler.ts",
@@ -71,6 +76,12 @@ const ROWS: Row[] = [
     simulator: "scenarios/mark-system.ts (mark-twitter, mark-mmpp, combined: each type's batching and capacity by `tunedBatching`); combined.ts (batch tuning of INFaaS's EC2 variants)",
   },
   {
+    module: "spot-prices.ts",
+    decides: "MArk §4.5, §5.2: spot prices over time (a series from a CSV or generated), each type's market at time t (`chooseMarket`: on-demand while spot costs more), billing along the series",
+    service: "vm-autoscaler (SPOT_PRICES_FILE: `parseSpotPriceCsv`; `chooseMarket` through machine-plan.ts `kindsAtPrices` every tick)",
+    simulator: "scenarios/mark-system.ts (`spotPrices`: `chooseMarket` at every plan, `spotCostDollars`); mark-models.ts (`generateSpotSeries`)",
+  },
+  {
     module: "pipeline.ts, pipeline-spec.ts, pipeline-run.ts, estimator.ts, planner.ts, tuner.ts, baselines-cg.ts, baselines-autoscale.ts",
     decides: "InferLine: routing of a pipeline query (`pipelineRoute`), specs checked and compiled into route graphs, a live query's route (`PipelineRun`: conditions, fan-out, join), Estimator, Planner, Tuner; CG and AutoScale baselines",
     service: "dispatcher (pipelines.ts, pipeline-run.ts: `PipelineRun`, which routes with `pipelineRoute`), frontend (input signature, parameters), model-autoscaler (pipelines.ts: the Planner at registration and periodically, `tunerStep` every second)",
@@ -87,6 +98,30 @@ const ROWS: Row[] = [
     decides: "which function container serves an invocation (warm, cold start, wait), keep-alive expiry, pre-warm plans",
     service: "dispatcher (overflow through libs/providers' LocalFunctionPool)",
     simulator: "engine.ts (every FunctionPool: `expiredContainers` then `chooseContainer` per invocation)",
+  },
+  {
+    module: "accelerator-share.ts",
+    decides: "INFaaS §4.2.1, §6.2: accelerators shared by footprint (a GPU variant takes its memory and a slot, an Inferentia one its NeuronCores) and priced by its share of the instance",
+    service: "executors (worker.ts: held resources; instance.ts: per-query price), model-autoscaler (controller.ts `workerFreeResources`), vm-autoscaler (`instanceOffer`), frontend (dashboard)",
+    simulator: "systems/infaas.ts through variant-profile.ts (`variantResources`, `footprintPricePerSecond` of each VariantProfile)",
+  },
+  {
+    module: "input-classes.ts",
+    decides: "INFaaS §5: latency per input size class for models with dynamic dimensions (`inputClasses`), the class of a query (`queryElements`, `classFor`) for selection",
+    service: "executors (profiler.ts), dispatcher (dispatch.ts: the query's elements), selection.ts",
+    simulator: "— (the scenarios' profiles have no size classes)",
+  },
+  {
+    module: "hardware-settings.ts",
+    decides: "INFaaS §3.2: per-hardware settings of a variant (TensorRT precision, NeuronCore count) and whether a worker can build them",
+    service: "executor-gpu (`tensorrtEnvironment`; libs/executor onnx-backend.ts `gpuSessionPlan`), executor-inferentia (`neuronModelFor`), registrar (variant-generator.ts)",
+    simulator: "— (no simulated hardware builds variants)",
+  },
+  {
+    module: "access.ts",
+    decides: "access control: which key may call which route on which app (`authorize`, `canSee`)",
+    service: "frontend (access.ts, app.ts, pipelines.ts, gRPC)",
+    simulator: "— (not a serving decision)",
   },
   { module: "mix-optimizer.ts", decides: "INFaaS Table 3's cheapest mix of variants", service: "—", simulator: "scenarios/infaas-table3.ts" },
   {

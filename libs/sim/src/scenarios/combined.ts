@@ -123,7 +123,7 @@ export function runInfaas(models: MarkModel[], load: MarkWorkload, seed: number)
   const batching: Record<string, BatchTuning> = {};
   for (const p of first.instances) batching[p.type] = tunedBatching(p, first.sloMs);
   return {
-    system: "infaas", sim: res, ec2Dollars: res.costDollars, lambdaDollars: 0, lambdaShare: 0, perMinute, interruptions: 0, monitorLaunches: 0,
+    system: "infaas", sim: res, costDollars: res.costDollars, ec2Dollars: res.costDollars, lambdaDollars: 0, lambdaShare: 0, perMinute, interruptions: 0, monitorLaunches: 0,
     batching, forecaster: "none", perLane,
   };
 }

@@ -12,13 +12,13 @@ export function markResult(scenario: string, runs: MarkRunResult[], paper: strin
   const sm = runs.find((r) => r.system === "sagemaker-2x");
   const systems: SystemResult[] = runs.map((r) => ({
     name: r.system,
-    cost_dollars: round(r.sim.costDollars, 4),
+    cost_dollars: round(r.costDollars, 4),
     slo_attainment: round(r.sim.sloAttainment, 5),
     p99_ms: round(r.sim.latencyMs.p99, 1),
     ec2_dollars: round(r.ec2Dollars, 4),
     lambda_dollars: round(r.lambdaDollars, 4),
     lambda_share: round(r.lambdaShare, 4),
-    cheaper_than_sagemaker: sm ? round(sm.sim.costDollars / r.sim.costDollars, 2) : null,
+    cheaper_than_sagemaker: sm ? round(sm.costDollars / r.costDollars, 2) : null,
     queries: r.sim.arrivals,
     dropped: r.sim.dropped,
     max_instances: Math.max(0, ...r.perMinute.map((m) => m.instances)),

@@ -24,6 +24,12 @@
  *   SPOT_MEAN_LIFETIME_S): on notice the instance leaves the plan, burstable t2.medium standbys are
  *   resumed to cover its capacity until the replacement is up (MArk §4.5), and the provisioner re-plans
  *   at once; at the deadline the instance is killed and its running batches go back to the queue.
+ *   Options for the microbenchmarks and Table 5 (none of them set by mark-twitter, mark-mmpp or
+ *   combined): `spotPrices`, a spot price series (libs/policy spot-prices.ts) — every plan prices each
+ *   type with `chooseMarket` at that time (on-demand while its spot price is above on-demand, the rule
+ *   the live machine plan uses) and spot instances are billed along the series; `interruptions`, notices
+ *   forced at a time to a fraction of the spot fleet; `standbys: false`, no burstable standbys (Lambda
+ *   alone covers); `spotMeanLifetimeS`; `bootMs`.
  *
  * `sagemaker-2x`: ml.c5.large instances (SageMaker hosting price, see SAGEMAKER_PRICE_PREMIUM) behind
  * one queue, scaled by baselines-sagemaker.ts (target tracking on invocations per instance with 2×
@@ -33,11 +39,11 @@
  * included), Lambda per request and GB-second.
  */
 import {
-  builtinPredictor, createRng, decideOverflow, overflowInputFor, initialProvisioningState, initialSloMonitorState,
+  builtinPredictor, chooseMarket, createRng, decideOverflow, INSTANCE_PRICES, spotCostDollars, overflowInputFor, initialProvisioningState, initialSloMonitorState,
   initialTargetTrackingState, interpolateBatchLatency, maxRatePerUnit, observeRequests, planProvisioning,
   pricePerSecond, sampleExponential, samplePoisson, sloMonitorTick, targetTracking, tunedBatching,
   type BatchTuning, type ForecastPlanState, type InstanceTypeSpec, type OverflowCapacity, type Predictor, type ProvisioningState, type SloMonitorState,
-  type TargetTrackingState, DEFAULT_PREDICTOR,
+  type SpotPriceSeries, type TargetTrackingState, DEFAULT_PREDICTOR,
 } from "@sloserve/policy";
 import { Simulator, drop, type Machine, type Query, type Queue, type SimResult } from "../engine.js";
 import { MARK_BATCHING, MARK_CAPACITIES, MARK_TABLE2 } from "../hardware.js";
@@ -62,14 +68,19 @@ export interface MarkModel {
   lambdaMs: number;
 }
 
-/** MArk [repo] capacities as instance profiles; GPU T(1) is an assumption (the paper prints none). */
-function markInstances(model: string, gpuT1Ms: number): MarkInstanceProfile[] {
+/**
+ * MArk [repo] capacities as instance profiles; T(1) of a batched entry is an assumption (the paper
+ * prints none): a number, or a function of the entry's T(batch) (ms).
+ */
+function markInstances(model: string, batchedT1Ms: number | ((tBatchMs: number, type: string) => number)): MarkInstanceProfile[] {
   return MARK_CAPACITIES.filter((c) => c.model === model).map((c) => {
     if (c.batch === 1) {
       const t1 = 60_000 / c.rpm;
       return { type: c.type, latencyMs: (b: number) => t1 * b, maxBatch: 1 };
     }
-    return { type: c.type, latencyMs: interpolateBatchLatency([[1, gpuT1Ms], [c.batch, 60_000 / c.rpm]]), maxBatch: c.batch };
+    const tBatch = 60_000 / c.rpm;
+    const t1 = typeof batchedT1Ms === "number" ? batchedT1Ms : batchedT1Ms(tBatch, c.type);
+    return { type: c.type, latencyMs: interpolateBatchLatency([[1, t1], [c.batch, tBatch]]), maxBatch: c.batch };
   });
 }
 
@@ -90,6 +101,27 @@ export function inceptionV3(): MarkModel {
  */
 export function nasnet(): MarkModel {
   return { name: "nasnet", sloMs: MARK_BATCHING.nasnet!.sloMs, accuracy: 0.827, instances: markInstances("nasnet", 150), lambdaMs: 2 * MARK_TABLE2["inception-v3"]!.lambda[1] };
+}
+
+/**
+ * LSTM-ptb (language modelling, MXNet Model Server; MArk ran it on CPU only, without batching): [repo]
+ * capacity c5.xlarge 3100 rpm, so T(1) = 19.4 ms; SLO 100 ms. Lambda time assumed 1.81 × T(1) (Inception-
+ * v3's Lambda/c5.large ratio in Table 2, 380/210). No top-1 accuracy (a language model): 0.
+ */
+export function lstmPtb(): MarkModel {
+  const t1 = 60_000 / MARK_CAPACITIES.find((c) => c.model === "lstm-ptb")!.rpm;
+  return { name: "lstm-ptb", sloMs: MARK_BATCHING["lstm-ptb"]!.sloMs, accuracy: 0, instances: markInstances("lstm-ptb", 0), lambdaMs: (380 / 210) * t1 };
+}
+
+/**
+ * OpenNMT-ende (translation, TF Serving): [repo] capacities in batches of 2 per minute on CPU (c5.xlarge
+ * 40, c5.2xlarge 54, c5.4xlarge 75: T(2) = 1.5 s, 1.11 s, 0.8 s; MArk: CPU Nbatch 2) and of 8 on
+ * p2.xlarge (80: T(8) = 750 ms). Assumed: T(1) = 2/3 × T(2) on CPU (batching gains 1.33×) and 300 ms on the
+ * GPU. Lambda 3100 ms (Table 2): above the 1400 ms SLO, so queries sent to Lambda miss it. Accuracy 0 (BLEU, not top-1).
+ */
+export function openNmt(): MarkModel {
+  const instances = markInstances("opennmt", (tBatch, type) => (type.startsWith("p2.") ? 300 : (2 / 3) * tBatch));
+  return { name: "opennmt", sloMs: MARK_BATCHING.opennmt!.sloMs, accuracy: 0, instances, lambdaMs: MARK_TABLE2.opennmt!.lambda[1] };
 }
 
 /** Start-up of an EC2 instance with the model server, ms (inside MArk's τ = 5 min). */
@@ -120,12 +152,36 @@ export interface MarkRunInput {
   season: number;
   /** The forecaster's predictor (libs/policy predictors.ts, as the live forecaster's `FORECASTER`). @default auto */
   predictor?: Predictor;
+  /**
+   * mark-spot: spot prices over time (libs/policy spot-prices.ts, times from the run's start). At every
+   * plan each type's market and price are `chooseMarket`'s at that time; spot instances are billed at
+   * the price in effect each second. @default none (the price table's static spot prices)
+   */
+  spotPrices?: SpotPriceSeries;
+  /** mark-spot: mean lifetime before a drawn interruption notice, s (Infinity: none drawn). @default SPOT_MEAN_LIFETIME_S */
+  spotMeanLifetimeS?: number;
+  /** mark-spot: notices given at `atMs` to `fraction` of the running spot instances (the oldest first). @default none */
+  interruptions?: ReadonlyArray<{ atMs: number; fraction: number }>;
+  /** mark-spot: burstable standbys resumed on a notice (MArk §4.5); false: Lambda alone covers. @default true */
+  standbys?: boolean;
+  /** Launch request to ready, ms. @default EC2_BOOT_MS */
+  bootMs?: number;
+}
+
+/** One minute of a run by arrival time: queries, those answered within their SLO, those sent to Lambda. */
+export interface MarkMinuteSlo {
+  minute: number;
+  arrivals: number;
+  met: number;
+  toLambda: number;
 }
 
 export interface MarkRunResult {
   /** The system's name in the report (runMark's MarkSystem, or another system reported alike). */
   system: string;
   sim: SimResult;
+  /** Total: the engine's bill plus spot instances billed along a price series. */
+  costDollars: number;
   ec2Dollars: number;
   lambdaDollars: number;
   lambdaShare: number;
@@ -138,6 +194,10 @@ export interface MarkRunResult {
   forecaster: string;
   /** Queries per lane. */
   perLane: Record<string, number>;
+  /** Per minute of arrival (all lanes): SLO attainment and overflow (runMark's runs). */
+  perMinuteSlo?: MarkMinuteSlo[];
+  /** Every launch: when, the type, and its market ("standby": a burstable standby) (runMark's runs). */
+  launches?: Array<{ atMs: number; type: string; market: "on-demand" | "spot" | "standby" }>;
 }
 
 interface Fleet {
@@ -192,6 +252,14 @@ export function addMarkStream(sim: Simulator, o: { app: string; sloMs: number; r
   sim.addStream({ app: o.app, sloMs: o.sloMs, process: traceArrivals(o.rates), ...(init ? { init: (q: Query) => init(q, rng) } : {}) });
 }
 
+/**
+ * c5.large, MArk's default type for the SLO monitor's launches (§4.4) and SageMaker's ml.c5.large; the
+ * model's cheapest type per capacity that meets the SLO where c5.large cannot serve it.
+ */
+function defaultType(lane: Lane): string {
+  return lane.types.some((t) => t.name === "c5.large" && t.meetsSlo !== false) ? "c5.large" : mostEfficient(lane).name;
+}
+
 /** The lane's cheapest type per unit of capacity that can serve the model. */
 function mostEfficient(lane: Lane): InstanceTypeSpec {
   return [...lane.types].filter((t) => t.meetsSlo !== false).sort((a, b) => a.pricePerHour / a.capacityQps - b.pricePerHour / b.capacityQps)[0]!;
@@ -226,12 +294,28 @@ export function runMark(input: MarkRunInput): MarkRunResult {
   });
 
   const profileOf = (lane: Lane, type: string): MarkInstanceProfile => lane.model.instances.find((p) => p.type === type)!;
+  const bootMs = input.bootMs ?? EC2_BOOT_MS;
+  const series = spot ? input.spotPrices : undefined;
+  const launches: NonNullable<MarkRunResult["launches"]> = [];
+  /** Spot machines billed along the series (the engine bills them nothing). */
+  const billedAlong: Machine[] = [];
+  /** Each type at the market and price `chooseMarket` gives it at `nowMs` (the lane's static types without a series). */
+  const typesAt = (lane: Lane, nowMs: number): InstanceTypeSpec[] => {
+    if (!series) return lane.types;
+    return lane.types.map((t) => {
+      const c = chooseMarket({ type: t.name, spot: true }, series, nowMs);
+      return { ...t, pricePerHour: c.pricePerHour, spot: c.market === "spot" };
+    });
+  };
   const launch = (lane: Lane, type: string, bootMs: number, opts: { market?: "on-demand" | "spot"; standby?: boolean } = {}): Fleet => {
     const standby = opts.standby ?? false;
     const m = opts.market ?? market;
-    const price = standby ? pricePerSecond(STANDBY.type) : sagemaker ? pricePerSecond(type) * SAGEMAKER_PRICE_PREMIUM : pricePerSecond(type, m);
-    const gpu = !standby && profileOf(lane, type).maxBatch > 1;
+    const alongSeries = series !== undefined && !standby && m === "spot";
+    const price = alongSeries ? 0 : standby ? pricePerSecond(STANDBY.type) : sagemaker ? pricePerSecond(type) * SAGEMAKER_PRICE_PREMIUM : pricePerSecond(type, m);
+    const gpu = !standby && INSTANCE_PRICES[type]?.kind === "gpu";
     const machine = sim.launchMachine({ type: standby ? STANDBY.type : type, kind: gpu ? "gpu" : "cpu", pricePerS: price, bootMs, spot: !standby && m === "spot" });
+    if (alongSeries) billedAlong.push(machine);
+    launches.push({ atMs: sim.nowMs, type, market: standby ? "standby" : m });
     const lat = standby ? (b: number) => STANDBY.latencyMs * b : profileOf(lane, type).latencyMs;
     const b = standby ? { nbatch: 1, wbatchMs: 0, throughputQps: 1000 / STANDBY.latencyMs } : lane.batching[type]!;
     sim.addReplica(lane.queue, machine, { latencyMs: lat, maxBatch: b.nbatch, waitMs: b.wbatchMs, label: type });
@@ -247,9 +331,16 @@ export function runMark(input: MarkRunInput): MarkRunResult {
   };
 
   let toLambda = 0;
+  const perMinuteSlo: MarkMinuteSlo[] = [];
+  const minuteOf = (q: Query): MarkMinuteSlo => {
+    const m = Math.floor(q.arrivalMs / 60_000);
+    while (perMinuteSlo.length <= m) perMinuteSlo.push({ minute: perMinuteSlo.length, arrivals: 0, met: 0, toLambda: 0 });
+    return perMinuteSlo[m]!;
+  };
   sim.setRouter((q: Query, _from, cause) => {
     if (cause === "arrival") {
       const lane = lanes[input.select ? input.select(q) : 0];
+      minuteOf(q).arrivals++;
       if (!lane) return drop("no model meets the query's requirements");
       q.data = lane;
       lane.queries++;
@@ -260,15 +351,18 @@ export function runMark(input: MarkRunInput): MarkRunResult {
       const d = decideOverflow(overflowInputFor({ serving: readyCapacity(lane), queueAhead: lane.queue.length, nowMs: q.arrivalMs, deadlineMs: q.arrivalMs + q.sloMs }));
       if (d.action === "local") return lane.queue;
       toLambda++;
+      minuteOf(q).toLambda++;
       return lane.lambda;
     }
     const lane = q.data as Lane;
     if (cause === "late") {
       toLambda++;
+      minuteOf(q).toLambda++;
       return lane.lambda;
     }
     lane.completed++;
     if (sim.nowMs - q.arrivalMs > q.sloMs) lane.missed++;
+    else minuteOf(q).met++;
     return null;
   });
 
@@ -282,32 +376,55 @@ export function runMark(input: MarkRunInput): MarkRunResult {
     lane.method = plan.method;
     return plan.values;
   };
-  const applyPlan = (lane: Lane, forecastQps: number[], tau: number, bootMs = EC2_BOOT_MS): void => {
+  const applyPlan = (lane: Lane, forecastQps: number[], tau: number, bootAfterMs = bootMs): void => {
     const running = alive(lane).filter((f) => !f.interrupted && !f.standby);
-    const d = planProvisioning({ forecastQps, types: lane.types, running: running.map((f) => ({ id: String(f.machine.id), type: f.type })), state: lane.prov, tau });
+    const types = typesAt(lane, sim.nowMs);
+    const d = planProvisioning({ forecastQps, types, running: running.map((f) => ({ id: String(f.machine.id), type: f.type })), state: lane.prov, tau });
     lane.prov = d.state;
-    for (const l of d.launches) launch(lane, l.type, bootMs);
+    for (const l of d.launches) {
+      if (!series) launch(lane, l.type, bootAfterMs);
+      else launch(lane, l.type, bootAfterMs, { market: types.find((t) => t.name === l.type)?.spot ? "spot" : "on-demand" });
+    }
     for (const x of d.destroys) {
       const f = running.find((r) => String(r.machine.id) === x.id);
       if (f) sim.terminateMachine(f.machine);
     }
   };
 
+  const lifetimeS = input.spotMeanLifetimeS ?? SPOT_MEAN_LIFETIME_S;
   function scheduleInterruption(lane: Lane, f: Fleet): void {
-    const lifeMs = 1000 * sampleExponential(rng, 1 / SPOT_MEAN_LIFETIME_S);
+    if (lifetimeS === Infinity) return;
+    const lifeMs = 1000 * sampleExponential(rng, 1 / lifetimeS);
     sim.at(sim.nowMs + lifeMs, () => {
       if (f.machine.billedToMs !== null || f.interrupted) return;
+      notice(lane, [f]);
+    });
+  }
+  /** Interruption notices for `doomed`: standbys for their capacity, a new plan at once, the instances taken back in 2 minutes. */
+  function notice(lane: Lane, doomed: readonly Fleet[]): void {
+    for (const f of doomed) {
       f.interrupted = true;
       interruptions++;
+      if (input.standbys === false) continue;
       // MArk §4.5: resume burstable standbys for the lost capacity until the replacement is up.
       const n = Math.ceil(f.capacityQps / (1000 / STANDBY.latencyMs));
       for (let i = 0; i < n; i++) {
         const s = launch(lane, f.type, STANDBY.resumeMs, { standby: true, market: "on-demand" });
         sim.at(sim.nowMs + STANDBY.holdMs, () => sim.terminateMachine(s.machine));
       }
-      applyPlan(lane, forecastOf(lane), 5);
-      sim.at(sim.nowMs + 120_000, () => sim.killMachine(f.machine));
-    });
+    }
+    applyPlan(lane, forecastOf(lane), 5);
+    for (const f of doomed) sim.at(sim.nowMs + 120_000, () => sim.killMachine(f.machine));
+  }
+  if (spot) {
+    for (const x of input.interruptions ?? []) {
+      sim.at(x.atMs, () => {
+        for (const lane of lanes) {
+          const live = alive(lane).filter((f) => !f.interrupted && !f.standby && f.machine.spot);
+          if (live.length > 0) notice(lane, live.slice(0, Math.ceil(x.fraction * live.length)));
+        }
+      });
+    }
   }
 
   // Start in steady state: the instances each policy would run for the first minute, already up.
@@ -318,8 +435,9 @@ export function runMark(input: MarkRunInput): MarkRunResult {
     const share = totalHistoryLast > 0 ? (lane.history[lane.history.length - 1] ?? 0) / totalHistoryLast : 1 / lanes.length;
     const qps = firstQps * share;
     if (sagemaker) {
-      const cap = lane.batching["c5.large"]!.throughputQps;
-      for (let i = 0; i < Math.max(1, Math.ceil(qps / (cap / 2))); i++) launch(lane, "c5.large", 0);
+      const type = defaultType(lane);
+      const cap = lane.batching[type]!.throughputQps;
+      for (let i = 0; i < Math.max(1, Math.ceil(qps / (cap / 2))); i++) launch(lane, type, 0);
     } else {
       applyPlan(lane, forecastOf(lane).map((x, i) => (i === 0 ? Math.max(x, qps) : x)), 1, 0);
     }
@@ -341,10 +459,11 @@ export function runMark(input: MarkRunInput): MarkRunResult {
       row.capacityQps += running.reduce((a, f) => a + f.capacityQps, 0);
       row.forecastQps += lane.forecastFor.get(minute) ?? NaN;
       if (sagemaker) {
-        const cap = lane.batching["c5.large"]!.throughputQps;
+        const type = defaultType(lane);
+        const cap = lane.batching[type]!.throughputQps;
         const d = targetTracking({ nowS: nowMs / 1000, instances: running.length, invocationsLastMinute: last.reduce((a, b) => a + b, 0), capacityQps: cap, state: lane.tt });
         lane.tt = d.state;
-        for (let i = running.length; i < d.desired; i++) launch(lane, "c5.large", EC2_BOOT_MS);
+        for (let i = running.length; i < d.desired; i++) launch(lane, type, bootMs);
         // Scale-in removes the instances that were launched last.
         for (let i = 0; i < running.length - d.desired; i++) sim.terminateMachine(running[running.length - 1 - i]!.machine);
       } else {
@@ -366,8 +485,8 @@ export function runMark(input: MarkRunInput): MarkRunResult {
         lane.monitor = d.state;
         if (d.launch === 0) continue;
         monitorLaunches++;
-        const type = lane.types.some((t) => t.name === "c5.large" && t.meetsSlo !== false) ? "c5.large" : mostEfficient(lane).name;
-        launch(lane, type, EC2_BOOT_MS, { market: "on-demand" });
+        const type = defaultType(lane);
+        launch(lane, type, bootMs, { market: "on-demand" });
         const plans = lane.prov.recentPlans;
         const lastPlan = { ...(plans[plans.length - 1] ?? {}) };
         lastPlan[type] = (lastPlan[type] ?? 0) + 1;
@@ -378,11 +497,19 @@ export function runMark(input: MarkRunInput): MarkRunResult {
 
   const res = sim.run();
   const lambdaDollars = res.functionCostDollars;
+  // Spot instances along the series, billed as the engine bills (to termination or the window's end, 60 s minimum).
+  let alongDollars = 0;
+  for (const m of billedAlong) {
+    if (m.billedFromMs > durationMs) continue;
+    alongDollars += spotCostDollars(series ?? {}, m.type, pricePerSecond(m.type, "spot") * 3600, m.billedFromMs, Math.min(m.billedToMs ?? durationMs, durationMs), m.billingMinimumS);
+  }
   return {
-    system, sim: res, ec2Dollars: res.costDollars - lambdaDollars, lambdaDollars,
+    system, sim: res, costDollars: res.costDollars + alongDollars, ec2Dollars: res.costDollars - lambdaDollars + alongDollars, lambdaDollars,
     lambdaShare: res.arrivals > 0 ? toLambda / res.arrivals : 0,
     perMinute, interruptions, monitorLaunches, batching: lanes[0]!.batching, forecaster: lanes[0]!.method,
     perLane: Object.fromEntries(lanes.map((l) => [l.model.name, l.queries])),
+    perMinuteSlo,
+    launches,
   };
 }
 

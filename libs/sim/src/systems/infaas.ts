@@ -28,6 +28,16 @@
  *   by what the last second's batches took, `observedOverflowCapacity`, or its loading ones with their
  *   load latency when none is ready) sends it to the function pool instead.
  *
+ * - **Interference** (with `migrateInterfered`): the model autoscaler's step 3c (libs/policy
+ *   interference.ts) moves a variant Interfered on a machine. The monitor judges a variant over all its
+ *   machines; a machine counts as interfering with it when the variant is Interfered and one of its
+ *   replicas there expects batches slower than profiled by more than the state machine's margin (its
+ *   run-time estimate, libs/policy `RunTimeEstimate`), so a fresh replica elsewhere is not moved again;
+ *   the VM autoscaler's "Interfered on every worker" rule sees machines the same way.
+ * - **Bin packing** (with `packBelowUtilisation`): the dispatcher's loads and the model autoscaler's
+ *   placements elsewhere go to the busiest machine with room under it (libs/policy `chooseWorker`'s
+ *   `packBelow`), else spread; without it, loads go to the least utilised machine with room.
+ *
  * Modes: "infaas" (all of it), "horizontal" (SM+: one fixed variant, replicas only), "static"
  * (Clipper+: pre-loaded instances, no scaling).
  */
@@ -58,6 +68,8 @@ import {
   type VmAutoscalerConfig,
   type VariantRuns,
   type WorkerRuns,
+  type WorkerView,
+  chooseWorker,
   type AppForecast,
   type AppSloSample,
   type MachinePlanConfig,
@@ -121,6 +133,17 @@ export interface InfaasSystemOptions {
    * instead of being deferred to a machine the VM autoscaler launches for it. @default false (deferred)
    */
   refuseUnplaceable?: boolean;
+  /**
+   * Move Interfered variants (libs/policy interference.ts, as the model-autoscaler service does). Off
+   * by default so that the scenarios of the papers' figures run as measured before.
+   * @default false
+   */
+  migrateInterfered?: boolean;
+  /**
+   * Bin packing of loads (libs/policy placement.ts `packBelow`, the services' PACK_BELOW_UTILISATION):
+   * the busiest machine with room under this utilisation. @default undefined (spread)
+   */
+  packBelowUtilisation?: number;
   /** Serverless overflow: the function pool and a callback per query sent to it. @default none */
   overflow?: { pool: FunctionPool; onOverflow?: (q: Query, nowMs: number) => void };
 }
@@ -181,6 +204,21 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     sim.addReplica(queueOf(v.name), m, replicaOptionsFor(v, { pricePerS: opts.billReplicas ? v.pricePerS : 0, ...(preloaded ? { loadMs: 0 } : {}) }));
   const placeAnywhere = (v: VariantProfile, prefer?: string, maxUtilisation = Infinity): Replica | null => {
     const kind = kindOf(v);
+    const packBelow = opts.packBelowUtilisation;
+    if (packBelow !== undefined) {
+      // The live dispatcher's rule (libs/policy chooseWorker) with bin packing.
+      const views: WorkerView[] = live()
+        .filter((m) => m.kind === kind)
+        .map((m) => {
+          const free: Record<string, number> = {};
+          for (const k of Object.keys(m.resources)) free[k] = m.free(k);
+          return { worker: m.name, hardware: m.kind, utilisation: utilization(m), threads: 0, threadsUsed: 0, variants: [], seenAtMs: sim.nowMs, free, instances: m.replicas.size };
+        });
+      const maxU = Number.isFinite(maxUtilisation) ? { maxUtilisation } : {};
+      const choice = chooseWorker(views, { variant: v.name, hardware: kind, threads: 0, resources: v.resources ?? {}, allowOversubscription: false, packBelow, ...maxU }, sim.nowMs);
+      const m = choice.worker === undefined ? undefined : machines.find((mm) => mm.name === choice.worker);
+      return m ? load(v, m) : null;
+    }
     const candidates = live().filter((m) => m.kind === kind && utilization(m) <= maxUtilisation);
     candidates.sort((a, b) => (a.name === prefer ? -1 : b.name === prefer ? 1 : utilization(a) - utilization(b)));
     for (const m of candidates) {
@@ -331,9 +369,11 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   // ------------------------------------------------------------------ monitor + model autoscaler
   /** The model autoscaler's and its actions' memory (swaps, commands, arrivals): libs/policy model-actions. */
   let actionState: ModelActionsState = emptyModelActionsState();
-  const removeInstances = (m: Machine, variant: string, count: number): void => {
+  const removeInstances = (m: Machine, variant: string, count: number, oldest = false): void => {
     const mine = [...m.replicas].filter((r) => r.label === variant && r.state !== "draining" && r.state !== "removed");
-    mine.sort((a, b) => (a.state === "loading" ? -1 : 0) - (b.state === "loading" ? -1 : 0) || a.inFlight - b.inFlight);
+    // (a move of Interfered instances unloads the oldest: those interfered, not the new ones)
+    if (oldest) mine.sort((a, b) => a.id - b.id);
+    else mine.sort((a, b) => (a.state === "loading" ? -1 : 0) - (b.state === "loading" ? -1 : 0) || a.inFlight - b.inFlight);
     for (const r of mine.slice(0, count)) sim.removeReplica(r);
     const q = queueOf(variant);
     if (q.replicas.every((r) => r.state === "draining" || r.state === "removed")) {
@@ -425,12 +465,25 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         const v = profileOf(name);
         const all = modelWeight.get(v.model) ?? { ready: 0, loading: 0 };
         const share = all.ready > 0 ? (e.ready * v.peakQps) / all.ready : all.loading > 0 ? e.loading / all.loading : 0;
-        variants[name] = { ready: e.ready, loading: e.loading, arrivalsQps: ((modelArrivals.get(v.model) ?? 0) * share * 1000) / periodMs };
+        const runs: VariantRuns = { ready: e.ready, loading: e.loading, arrivalsQps: ((modelArrivals.get(v.model) ?? 0) * share * 1000) / periodMs };
+        if (opts.migrateInterfered && states.get(name)?.state === "interfered" && interferedOn(m, name)) runs.interfered = true;
+        variants[name] = runs;
       }
       const free: Record<string, number> = {};
       for (const k of Object.keys(m.resources)) free[k] = m.free(k);
       return { name: m.name, kind: m.kind, atMs: nowMs, seenAtMs: nowMs, utilisation: utilization(m), free, variants };
     });
+  };
+
+  /** Whether a replica of the variant on the machine runs slower than profiled beyond the state machine's margin (see the header). */
+  const interferedOn = (m: Machine, variant: string): boolean => {
+    const v = profileOf(variant);
+    for (const r of m.replicas) {
+      if (r.label !== variant || r.state !== "ready") continue;
+      const profiled = r.latencyMs(v.batchSize);
+      if (r.runTime.slowdown * profiled > profiled * (1 + stateCfg.interferenceMargin) + (stateCfg.interferenceFloorMs ?? 0)) return true;
+    }
+    return false;
   };
 
   const modelTick = (nowMs: number): void => {
@@ -443,6 +496,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       launchableKinds: Object.keys(templates),
       autoscaler: { ...(opts.modelConfig ?? {}), ...(opts.mode === "horizontal" ? { allowVertical: false } : {}) },
       state: actionState,
+      ...(opts.migrateInterfered ? {} : { interference: false as const }),
+      ...(opts.packBelowUtilisation !== undefined ? { packBelowUtilisation: opts.packBelowUtilisation } : {}),
     });
     actionState = res.state;
     for (const a of res.actions) carryOut(a);
@@ -453,7 +508,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     switch (a.kind) {
       case "decision": {
         const d = a.decision;
-        if (d.action !== "hold") note("model-autoscaler", `${d.action} ${d.variant} ×${d.count} on ${a.worker}`, d.reason);
+        if (d.action !== "hold") note("model-autoscaler", `${d.action} ${d.variant} ×${d.count} on ${a.worker}${d.action === "migrate" ? ` to ${d.to}` : ""}`, d.reason);
         break;
       }
       case "add": {
@@ -463,7 +518,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       }
       case "unload": {
         const m = machineNamed(a.worker);
-        if (m) removeInstances(m, a.variant, a.count);
+        if (m) removeInstances(m, a.variant, a.count, a.oldest === true);
         break;
       }
       case "escalate":
@@ -518,7 +573,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         kind: m.kind,
         booting: m.state === "booting",
         utilization: utilization(m),
-        interfered: st.includes("interfered"),
+        // (with moves on, judged per machine as the moves are: see the header)
+        interfered: opts.migrateInterfered ? [...labels].some((l) => states.get(l)?.state === "interfered" && interferedOn(m, l)) : st.includes("interfered"),
         overloaded: st.includes("overloaded"),
         serving,
         capacityQps,
