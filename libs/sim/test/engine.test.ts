@@ -208,6 +208,31 @@ describe("engine", () => {
     expect(sim.run().latencyMs.p50).toBe(60);
   });
 
+  it("engine - a query dropped on one branch is reused only once its other branch is back", () => {
+    // Every query fans out to a (1 ms, then dropped) and b (20 ms, then done): the engine reuses query
+    // records, so one handed out again while b still held it would arrive at b with another id.
+    // (Arrivals stop at 5 s: the run ends at 10 s, after every branch is back, dropped queries' too.)
+    const sim = new Simulator({ seed: 1, durationMs: 10_000 });
+    const a = sim.addQueue({ name: "a" });
+    const b = sim.addQueue({ name: "b" });
+    sim.addReplica(a, null, { latencyMs: { 1: 1 }, concurrency: 100 });
+    sim.addReplica(b, null, { latencyMs: { 1: 20 }, concurrency: 100 });
+    sim.addStream({ app: "p", sloMs: 1000, process: new ScheduledArrivals(constantRate(200, 5), 1), init: (q) => void (q.data = q.id) });
+    let mismatched = 0;
+    let servedByB = 0;
+    sim.setRouter((q, from, cause) => {
+      if (cause === "arrival") return [a, b];
+      if (q.data !== q.id) mismatched++;
+      if (from === b) servedByB++;
+      return from === a ? drop("branch a") : null;
+    });
+    const r = sim.run();
+    expect(mismatched).toBe(0);
+    expect(servedByB).toBe(r.arrivals);
+    expect(r.dropped).toBe(r.arrivals);
+    expect(r.completed).toBe(0);
+  });
+
   it("engine - controllers tick on the virtual clock", () => {
     const sim = new Simulator({ seed: 1, durationMs: 10_000 });
     const ticks: number[] = [];

@@ -10,7 +10,8 @@
  *   with: MArk §4.3); queries that can no longer meet their deadline when a
  *   batch starts are shed to Lambda (the engine's `shedLate`);
  * - per query on arrival, overflow.ts decides local vs Lambda (queue ahead / μ* + Wbatch + T(b) against
- *   the SLO: MArk §4.1's Bouncer), its input mapped from the ready replicas by `overflowInputFor`, the
+ *   the SLO: MArk §4.1's Bouncer; the queue ahead counts the work left of the running batches,
+ *   `queueAheadOf`), its input mapped from the ready replicas by `overflowInputFor`, the
  *   mapping the live dispatcher uses;
  * - every minute: the per-minute max arrival rate (5 s samples, forecast.ts) is appended to the lane's
  *   history, the run's predictor from the registry the live forecaster uses (predictors.ts; `auto` by
@@ -47,6 +48,7 @@ import {
 } from "@sloserve/policy";
 import { Simulator, drop, type Machine, type Query, type Queue, type SimResult } from "../engine.js";
 import { MARK_BATCHING, MARK_CAPACITIES, MARK_TABLE2 } from "../hardware.js";
+import { queueAhead } from "../queue-ahead.js";
 import { traceArrivals, type RateSchedule } from "../workload.js";
 
 export type MarkSystem = "sagemaker-2x" | "mark-ondemand" | "mark-spot" | "combined";
@@ -348,7 +350,7 @@ export function runMark(input: MarkRunInput): MarkRunResult {
       while (lane.perSecond.length <= s) lane.perSecond.push(0);
       lane.perSecond[s]!++;
       if (sagemaker) return lane.queue;
-      const d = decideOverflow(overflowInputFor({ serving: readyCapacity(lane), queueAhead: lane.queue.length, nowMs: q.arrivalMs, deadlineMs: q.arrivalMs + q.sloMs }));
+      const d = decideOverflow(overflowInputFor({ serving: readyCapacity(lane), queueAhead: queueAhead(lane.queue, q.arrivalMs), nowMs: q.arrivalMs, deadlineMs: q.arrivalMs + q.sloMs }));
       if (d.action === "local") return lane.queue;
       toLambda++;
       minuteOf(q).toLambda++;

@@ -82,6 +82,7 @@ import {
 import { drop, type Simulator } from "../engine.js";
 import type { FunctionPool, Machine, MachineOptions, Query, Queue, Replica } from "../entities.js";
 import { replicaOptionsFor } from "../hardware.js";
+import { queueAhead } from "../queue-ahead.js";
 
 export type InfaasMode = "infaas" | "horizontal" | "static";
 
@@ -353,7 +354,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         overflowInputFor({
           serving: ready > 0 ? [servingCapacity(d.variant, queue, ready)] : [],
           ...(loading > 0 ? { starting: { capacity: [overflowCapacity(d.variant, loading)], inMs: d.variant.loadLatencyMs } } : {}),
-          queueAhead: queue.length,
+          queueAhead: queueAhead(queue, sim.nowMs),
           nowMs: sim.nowMs,
           deadlineMs: q.arrivalMs + q.sloMs,
         }),
