@@ -192,7 +192,11 @@ describe("nats auth", () => {
 
 const hasOpenssl = spawnSync("sh", ["-c", "command -v openssl"]).status === 0;
 
-describe.skipIf(!hasOpenssl)("nats auth - TLS", () => {
+describe("nats auth - TLS", () => {
+  it("nats auth - openssl is installed (scripts/ensure-deps.sh installs it)", () => {
+    expect(hasOpenssl, "openssl is missing: run bash scripts/ensure-deps.sh").toBe(true);
+  });
+
   let dir: string;
   let server: ServerHandle;
 

@@ -118,6 +118,11 @@ export interface VariantStateStep {
   reason: string;
 }
 
+/** The batch time above which a run counts as interfered: profiled × (1 + margin) + floor, ms. */
+export function interferenceLimitMs(profiledMs: number, config: VariantStateConfig = DEFAULT_VARIANT_STATE_CONFIG): number {
+  return profiledMs * (1 + config.interferenceMargin) + (config.interferenceFloorMs ?? 0);
+}
+
 export function initialVariantState(nowMs: number): VariantStateMemory {
   return { state: "inactive", sinceMs: nowMs, slowCount: 0 };
 }
@@ -136,7 +141,7 @@ export function nextState(
     if (obs.loading) return to("loading", 0, "load in progress");
     return to("inactive", 0, prev.state === "inactive" ? "not loaded" : "unloaded");
   }
-  const limit = obs.profiledMs * (1 + config.interferenceMargin) + (config.interferenceFloorMs ?? 0);
+  const limit = interferenceLimitMs(obs.profiledMs, config);
   const slow = obs.observedMs !== null && obs.observedMs > limit;
   // The count of slow periods is capped at interferenceSeconds (it is only compared with it). With too
   // few batches this period there is no evidence either way: an Active variant keeps its count; an

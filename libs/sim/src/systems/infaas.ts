@@ -45,6 +45,7 @@ import {
   DEFAULT_VARIANT_STATE_CONFIG,
   SelectionIndex, type InactiveRule,
   initialVariantState,
+  interferenceLimitMs,
   emptyModelActionsState,
   nextState,
   planModelActions,
@@ -482,7 +483,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     for (const r of m.replicas) {
       if (r.label !== variant || r.state !== "ready") continue;
       const profiled = r.latencyMs(v.batchSize);
-      if (r.runTime.slowdown * profiled > profiled * (1 + stateCfg.interferenceMargin) + (stateCfg.interferenceFloorMs ?? 0)) return true;
+      if (r.runTime.slowdown * profiled > interferenceLimitMs(profiled, stateCfg)) return true;
     }
     return false;
   };
