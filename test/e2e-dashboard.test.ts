@@ -22,14 +22,21 @@ let model: BundledModel;
 const pageErrors: string[] = [];
 
 interface Snapshot {
-  throughput: unknown[];
-  latency: unknown[];
+  throughput: Array<{ app: string }>;
+  latency: Array<{ model: string }>;
   slo: unknown[];
-  forecast: Array<{ series: string }>;
+  forecast: Array<{ app: string; series: string }>;
   decisions: Array<{ action: string; reason: string }>;
-  cost: { instances_per_hour: number; series: unknown[]; machines_per_hour: number | null };
+  cost: { instances_per_hour: number; series: Array<{ kind: string }>; machines_per_hour: number | null };
   variants: Array<{ variant: string; state: string }>;
   totals: { workers: number };
+}
+
+/** Whether some series (by `key`) has at least two points: what a drawn line needs. */
+function twoPointsOfOne<T>(points: T[], key: (p: T) => string): boolean {
+  const counts = new Map<string, number>();
+  for (const p of points) counts.set(key(p), (counts.get(key(p)) ?? 0) + 1);
+  return [...counts.values()].some((n) => n >= 2);
 }
 
 const image = (i: number): number[] => Array.from({ length: 784 }, (_, k) => ((k * 5 + i * 11) % 31) / 31);
@@ -54,13 +61,23 @@ beforeAll(async () => {
     expect(byModel.status, JSON.stringify(byModel.body)).toBe(200);
     const modelLess = await postJson(`${stack.httpUrl}/v1/apps/digits/infer`, { inputs: [{ name: "input", datatype: "FP32", shape: [1, 1, 28, 28], data: image(i) }], slo: { latency_ms: 2000 } });
     expect(modelLess.status, JSON.stringify(modelLess.body)).toBe(200);
+    // Spread over several seconds: a chart's line needs two per-second points (on a fast machine the
+    // 30 queries fit in one second, and a one-point line is drawn as a bare move).
+    await new Promise((r) => setTimeout(r, 250));
   }
   // Until the frontend has heard every kind of figure: arrivals, worker reports with latencies, a
   // decision (the load the first query asked for), a cost summary and the forecaster's first units.
   let heard = false;
   for (const deadline = Date.now() + 30_000; !heard; await new Promise((r) => setTimeout(r, 500))) {
     const d = (await (await fetch(`${stack.httpUrl}/v1/dashboard`)).json()) as Snapshot;
-    heard = d.throughput.length > 0 && d.latency.length > 0 && d.decisions.length > 0 && d.cost.series.length > 0 && d.forecast.some((f) => f.series === "observed") && d.forecast.some((f) => f.series === "forecast");
+    heard =
+      twoPointsOfOne(d.throughput, (p) => p.app) &&
+      twoPointsOfOne(d.latency, (p) => p.model) &&
+      d.decisions.length > 0 &&
+      twoPointsOfOne(d.cost.series, (p) => p.kind) &&
+      twoPointsOfOne(d.forecast, (p) => `${p.app} ${p.series}`) &&
+      d.forecast.some((f) => f.series === "observed") &&
+      d.forecast.some((f) => f.series === "forecast");
     if (!heard && Date.now() > deadline) throw new Error(`the frontend has not heard every kind of figure within 30 s: ${JSON.stringify(d).slice(0, 2000)}`);
   }
   context = await chromium.launchPersistentContext(tempDir("chromium"), {

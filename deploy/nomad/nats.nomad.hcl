@@ -163,7 +163,8 @@ job "sloserve-nats" {
                     "$JS.API.CONSUMER.DELETE.EVENTS.>",
                     "$JS.API.CONSUMER.MSG.NEXT.EVENTS.>",
                     "$JS.ACK.EVENTS.>",
-                    "$JS.API.STREAM.MSG.GET.METRICS"
+                    "$JS.API.STREAM.MSG.GET.METRICS",
+                    "events.bus.reconnected"
                   ] }
                   subscribe: { allow: [
                     "_INBOX.>",
@@ -172,7 +173,8 @@ job "sloserve-nats" {
                     "metrics.worker.*",
                     "metrics.cost",
                     "forecast.*",
-                    "decision.>"
+                    "decision.>",
+                    "events.bus.reconnected"
                   ] }
                 }
               }
@@ -230,7 +232,8 @@ job "sloserve-nats" {
                     "$JS.API.CONSUMER.DELETE.OBJ_models.>",
                     "$JS.API.CONSUMER.MSG.NEXT.OBJ_models.>",
                     "$JS.ACK.OBJ_models.>",
-                    "$JS.FC.OBJ_models.>"
+                    "$JS.FC.OBJ_models.>",
+                    "events.bus.reconnected"
                   ] }
                   subscribe: { allow: [
                     "_INBOX.>",
@@ -245,7 +248,8 @@ job "sloserve-nats" {
                     "state.>",
                     "metrics.worker.*",
                     "forecast.*",
-                    "events.spot.*"
+                    "events.spot.*",
+                    "events.bus.reconnected"
                   ] }
                 }
               }
@@ -290,7 +294,8 @@ job "sloserve-nats" {
                     "$JS.ACK.OBJ_models.>",
                     "$JS.FC.OBJ_models.>",
                     "$O.models.>",
-                    "$JS.API.STREAM.PURGE.OBJ_models"
+                    "$JS.API.STREAM.PURGE.OBJ_models",
+                    "events.bus.reconnected"
                   ] }
                   subscribe: { allow: [
                     "_INBOX.>",
@@ -342,7 +347,8 @@ job "sloserve-nats" {
                     "$JS.API.CONSUMER.DELETE.OBJ_models.>",
                     "$JS.API.CONSUMER.MSG.NEXT.OBJ_models.>",
                     "$JS.ACK.OBJ_models.>",
-                    "$JS.FC.OBJ_models.>"
+                    "$JS.FC.OBJ_models.>",
+                    "events.bus.reconnected"
                   ] }
                   subscribe: { allow: [
                     "_INBOX.>",
@@ -388,7 +394,8 @@ job "sloserve-nats" {
                     "$JS.API.CONSUMER.INFO.SCALE.>",
                     "$JS.API.CONSUMER.DELETE.SCALE.>",
                     "$JS.API.CONSUMER.MSG.NEXT.SCALE.>",
-                    "$JS.ACK.SCALE.>"
+                    "$JS.ACK.SCALE.>",
+                    "events.bus.reconnected"
                   ] }
                   subscribe: { allow: [
                     "_INBOX.>",
@@ -425,7 +432,8 @@ job "sloserve-nats" {
                     "$JS.API.STREAM.INFO.OBJ_models",
                     "$JS.API.STREAM.CREATE.OBJ_models",
                     "$JS.API.STREAM.UPDATE.OBJ_models",
-                    "forecast.*"
+                    "forecast.*",
+                    "events.bus.reconnected"
                   ] }
                   subscribe: { allow: [
                     "_INBOX.>",
@@ -496,7 +504,8 @@ job "sloserve-nats" {
                     "$JS.API.CONSUMER.DELETE.OBJ_models.>",
                     "$JS.API.CONSUMER.MSG.NEXT.OBJ_models.>",
                     "$JS.ACK.OBJ_models.>",
-                    "$JS.FC.OBJ_models.>"
+                    "$JS.FC.OBJ_models.>",
+                    "events.bus.reconnected"
                   ] }
                   subscribe: { allow: [
                     "_INBOX.>",
@@ -522,7 +531,8 @@ job "sloserve-nats" {
                     "$JS.API.CONSUMER.DELETE.OBJ_models.>",
                     "$JS.API.CONSUMER.MSG.NEXT.OBJ_models.>",
                     "$JS.ACK.OBJ_models.>",
-                    "$JS.FC.OBJ_models.>"
+                    "$JS.FC.OBJ_models.>",
+                    "events.bus.reconnected"
                   ] }
                   subscribe: { allow: [
                     "_INBOX.>"
@@ -553,7 +563,8 @@ job "sloserve-nats" {
                     "$JS.API.CONSUMER.MSG.NEXT.OBJ_models.>",
                     "$JS.ACK.OBJ_models.>",
                     "$JS.FC.OBJ_models.>",
-                    "$O.models.>"
+                    "$O.models.>",
+                    "events.bus.reconnected"
                   ] }
                   subscribe: { allow: [
                     "_INBOX.>",
@@ -570,7 +581,8 @@ job "sloserve-nats" {
                 password: '{{ with nomadVar "nomad/jobs/sloserve-nats" }}{{ .admin }}{{ end }}'
                 permissions: {
                   publish: { allow: [
-                    ">"
+                    ">",
+                    "events.bus.reconnected"
                   ] }
                   subscribe: { allow: [
                     ">"

@@ -1,4 +1,5 @@
-import { connect, headers as natsHeaders, type NatsConnection, type MsgHdrs } from "@nats-io/transport-node";
+import { randomUUID } from "node:crypto";
+import { connect, headers as natsHeaders, type Msg, type NatsConnection, type MsgHdrs } from "@nats-io/transport-node";
 import {
   jetstream,
   jetstreamManager,
@@ -10,14 +11,20 @@ import {
   type StreamConfig,
 } from "@nats-io/jetstream";
 import { Objm, type ObjectStore } from "@nats-io/obj";
-import { streams, MODEL_BUCKET } from "@sloserve/contracts";
+import { streams, subjects, MODEL_BUCKET } from "@sloserve/contracts";
 import type { Logger } from "./log.js";
+import { ResendingRequester, watchReconnects, type ReconnectEvent } from "./resend.js";
 
 export interface Bus {
   nc: NatsConnection;
   js: JetStreamClient;
   jsm: JetStreamManager;
   models: ObjectStore;
+  /**
+   * A request (core NATS) sent again if a connection on the query path drops while it waits
+   * (resend.ts; only with `resendOnReconnect`, else plain `nc.request`).
+   */
+  request(subject: string, payload: Uint8Array, options: { timeout: number; headers?: MsgHdrs }): Promise<Msg>;
   close(): Promise<void>;
 }
 
@@ -38,6 +45,11 @@ export interface BusOptions {
    * NATS_TLS_CA, NATS_TLS_CERT, NATS_TLS_KEY. @default process.env
    */
   env?: Record<string, string | undefined>;
+  /**
+   * `request` sends again what may have been lost when this connection or another service's
+   * (`events.bus.reconnected`) drops: for callers of queries (frontend, dispatcher's pipelines). @default false
+   */
+  resendOnReconnect?: boolean;
 }
 
 /** What `connect` takes for credentials and TLS. */
@@ -154,11 +166,23 @@ export async function connectBus(options: BusOptions): Promise<Bus> {
     noAsyncTraces: true,
   });
   const log = options.log;
-  void (async () => {
-    for await (const status of nc.status()) {
-      if (status.type === "disconnect" || status.type === "reconnect" || status.type === "error") log.warn({ status: status.type }, "nats connection status");
-    }
-  })();
+  // Every connection announces its reconnections; callers of queries send again what waits.
+  const requester = options.resendOnReconnect ? new ResendingRequester(nc, log) : undefined;
+  const connection = randomUUID();
+  watchReconnects(nc, options.name, connection, log, (event) => requester?.resendWaiting(`this connection (${event.name}) reconnected`));
+  if (requester) {
+    nc.subscribe(subjects.busReconnected, {
+      callback: (_err, msg) => {
+        let event: Partial<ReconnectEvent> = {};
+        try {
+          event = msg.json<ReconnectEvent>();
+        } catch {
+          return;
+        }
+        if (event.connection !== connection) requester.resendWaiting(`${String(event.name)} reconnected`);
+      },
+    });
+  }
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   // Setting streams up, and the model bucket's transfers, get longer than the 5 s default: on a cluster
@@ -179,6 +203,7 @@ export async function connectBus(options: BusOptions): Promise<Bus> {
     js,
     jsm,
     models,
+    request: requester ? (subject, payload, opts) => requester.request(subject, payload, opts) : (subject, payload, opts) => nc.request(subject, payload, opts),
     async close() {
       await nc.drain().catch(() => nc.close());
     },

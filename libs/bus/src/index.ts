@@ -4,3 +4,4 @@ export * from "./replies.js";
 export * from "./service.js";
 export * from "./clock.js";
 export * from "./ticker.js";
+export * from "./resend.js";

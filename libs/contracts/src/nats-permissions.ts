@@ -95,7 +95,7 @@ function unique(list: string[]): string[] {
 const table: Record<NatsRole, NatsPermissions> = {
   frontend: {
     publish: [...setUp(), ...queries, registryRequests, ...writeModels(), ...consumers(streams.events.name), `${JS}.STREAM.MSG.GET.${streams.metrics.name}`],
-    subscribe: [INBOX, subjects.registryEvents, subjects.arrivalsAll, subjects.workerMetricsAll, subjects.costSummary, subjects.forecastAll, subjects.decisionsAll],
+    subscribe: [INBOX, subjects.registryEvents, subjects.arrivalsAll, subjects.workerMetricsAll, subjects.costSummary, subjects.forecastAll, subjects.decisionsAll, subjects.busReconnected],
   },
   dispatcher: {
     publish: [
@@ -112,7 +112,7 @@ const table: Record<NatsRole, NatsPermissions> = {
       ...consumers(streams.queries.name),
       ...readModels(),
     ],
-    subscribe: [INBOX, ...queries, subjects.registerPipeline, subjects.unregisterPipeline, subjects.listPipelines, subjects.registryEvents, subjects.stateAll, subjects.workerMetricsAll, subjects.forecastAll, subjects.spotNoticeAll],
+    subscribe: [INBOX, ...queries, subjects.registerPipeline, subjects.unregisterPipeline, subjects.listPipelines, subjects.registryEvents, subjects.stateAll, subjects.workerMetricsAll, subjects.forecastAll, subjects.spotNoticeAll, subjects.busReconnected],
   },
   registrar: {
     publish: [
@@ -170,7 +170,9 @@ const table: Record<NatsRole, NatsPermissions> = {
 /** The permissions of a role (fresh arrays, duplicates removed). */
 export function natsPermissions(role: NatsRole): NatsPermissions {
   const p = table[role];
-  return { publish: unique(p.publish), subscribe: unique(p.subscribe), ...(p.allowResponses ? { allowResponses: true } : {}) };
+  // Every connection announces its reconnections (libs/bus resend.ts): the callers of queries
+  // (frontend, dispatcher) send again what it may have lost.
+  return { publish: unique([...p.publish, subjects.busReconnected]), subscribe: unique(p.subscribe), ...(p.allowResponses ? { allowResponses: true } : {}) };
 }
 
 /** The NATS user a service process connects as (`services/<name>`): executors of every kind share one. */

@@ -68,6 +68,11 @@ export const subjects = {
   /** A spot instance's interruption notice, from the spot watcher beside its executor (libs/providers). */
   spotNotice: (worker: string) => `events.spot.${worker}`,
   spotNoticeAll: "events.spot.*",
+  /**
+   * A service's NATS connection came back after a disconnection (core NATS, payload libs/bus
+   * ReconnectEvent): callers send again the requests that connection may have lost (libs/bus resend.ts).
+   */
+  busReconnected: "events.bus.reconnected",
 } as const;
 
 export const streams = {

@@ -25,7 +25,7 @@ import { startServiceMetrics } from "@sloserve/metrics";
  */
 await runService("dispatcher", process.env, async (log) => {
   const options = compileDispatcherOptions(process.env);
-  const bus = await connectBus({ servers: options.NATS_URL, name: "dispatcher", log, replicas: options.JS_REPLICAS });
+  const bus = await connectBus({ servers: options.NATS_URL, name: "dispatcher", log, replicas: options.JS_REPLICAS, resendOnReconnect: true });
   const store = MetadataStore.connect(options.REDIS_URL);
   const metrics = await startServiceMetrics(options, log);
   const catalog = new Catalog(store);
@@ -51,7 +51,7 @@ await runService("dispatcher", process.env, async (log) => {
   selection.refreshRuntime(cluster);
   // Pipelines (infer.pipeline.*, registry.request.pipeline.*, metrics.pipeline.* every second).
   const pipelineRegistry = new PipelineRegistry(store, catalog, builtinSteps());
-  const pipelines = new PipelineService(bus, store, pipelineRegistry, new PipelineStats(clock.now(), id), new BusStageBackend(bus.nc, clock), log, clock);
+  const pipelines = new PipelineService(bus, store, pipelineRegistry, new PipelineStats(clock.now(), id), new BusStageBackend(bus, clock), log, clock);
   pipelines.start();
   await pipelineRegistry.load();
   const ticker = setInterval(() => {

@@ -143,7 +143,8 @@ export async function checkSpec(raw: unknown, registry: PipelineRegistry): Promi
 /** Model and app stages as queries on the bus, through the dispatchers' routing. */
 export class BusStageBackend implements ModelStageBackend {
   constructor(
-    private readonly nc: NatsConnection,
+    /** The bus's request: sent again when a connection on the query path drops (libs/bus resend.ts). */
+    private readonly bus: Pick<Bus, "request">,
     private readonly clock: Clock,
   ) {}
 
@@ -160,7 +161,7 @@ export class BusStageBackend implements ModelStageBackend {
     const timeout = Math.max(1, call.giveUpAtMs - now);
     let reply: Msg;
     try {
-      reply = await this.nc.request(subject, encodeTensors(inputs), {
+      reply = await this.bus.request(subject, encodeTensors(inputs), {
         timeout,
         headers: makeHeaders({
           [headers.contentType]: contentTypes.wire,

@@ -99,7 +99,7 @@ beforeAll(async () => {
     bus.nc.subscribe("infer.app.*", { callback: (_e, m) => dispatcher.handle(m) }),
   );
   const registry = new PipelineRegistry(store, catalog, builtinSteps());
-  service = new PipelineService(bus, store, registry, new PipelineStats(clock.now(), "dispatcher-test"), new BusStageBackend(bus.nc, clock), log, clock);
+  service = new PipelineService(bus, store, registry, new PipelineStats(clock.now(), "dispatcher-test"), new BusStageBackend(bus, clock), log, clock);
   subs.push(...service.start({ reportEveryMs: 0 }));
 
   // A real worker with both variants loaded; its state events and report reach the dispatcher.

@@ -35,7 +35,7 @@ const envSchema = commonEnvSchema.extend({
 
 await runService("frontend", process.env, async (log) => {
   const options = compileOptions(envSchema, process.env, "frontend");
-  const bus = await connectBus({ servers: options.NATS_URL, name: "frontend", log, replicas: options.JS_REPLICAS });
+  const bus = await connectBus({ servers: options.NATS_URL, name: "frontend", log, replicas: options.JS_REPLICAS, resendOnReconnect: true });
   const store = MetadataStore.connect(options.REDIS_URL);
   const catalog = new Catalog(store);
   const progress = new ProfileProgressView();

@@ -117,7 +117,7 @@ export async function askBus(deps: Pick<QueryDeps, "bus" | "clock" | "defaultTim
   const timeout = Math.min(timeoutMs ?? deps.defaultTimeoutMs, 600_000);
   let answer;
   try {
-    answer = await deps.bus.nc.request(subject, payload, {
+    answer = await deps.bus.request(subject, payload, {
       timeout,
       headers: makeHeaders({ [headers.requestId]: requestId, [headers.contentType]: contentTypes.wire, [headers.deadline]: now + timeout, [headers.receivedAt]: now, ...extra }),
     });

@@ -1,0 +1,175 @@
+import type { Msg, MsgHdrs, NatsConnection } from "@nats-io/transport-node";
+import { subjects } from "@sloserve/contracts";
+import type { Logger } from "./log.js";
+
+/**
+ * Requests whose reply may have been lost with a NATS node, sent again.
+ *
+ * A query's request and its reply travel on core NATS (the query itself is durable on its JetStream
+ * queue, and an executor that dies before acknowledging it is redelivered). Core NATS keeps nothing:
+ * a request or a reply in flight on the connection of a node that dies is gone, and its caller would
+ * wait until its deadline. In a full mesh a message passes through the publisher's and the
+ * subscriber's servers only, so such a loss always comes with a connection that dropped: the
+ * caller's own (a `disconnect`/`reconnect` status here) or a service's on the query path (the
+ * dispatcher's, an executor's), which announces its reconnection on `events.bus.reconnected`
+ * (`announceReconnects`).
+ *
+ * On either, every request still waiting is sent once more, with a new inbox (so the dispatcher's
+ * JetStream message id differs and the query is queued again), while its deadline allows; the first
+ * answer wins. A query may then run twice, only around a lost connection: inference is idempotent,
+ * and at-least-once is the guarantee (docs/RELIABILITY.md). A resend that finds no responder (the
+ * dispatcher not yet back on the cluster) is tried again every 250 ms.
+ */
+
+/** What a service announces after its connection came back (`events.bus.reconnected`). */
+export interface ReconnectEvent {
+  /** The connection's name (the service). */
+  name: string;
+  /** This connection's random id (a process ignores its own announcements). */
+  connection: string;
+  disconnected_at_ms: number;
+  reconnected_at_ms: number;
+}
+
+export interface ResendOptions {
+  /** Times one request is sent again at most. @default 3 */
+  maxResends?: number;
+  /** A request is not sent again sooner than this after its last send, ms. @default 500 */
+  minIntervalMs?: number;
+  /** Wait before trying a resend again that found no responder, ms. @default 250 */
+  noResponderRetryMs?: number;
+  now?: () => number;
+}
+
+interface InFlight {
+  resend(): void;
+  lastSentMs: number;
+  resends: number;
+}
+
+function isNoResponders(err: unknown): boolean {
+  const e = err as { name?: string; message?: string } | null;
+  return /no ?responders/i.test(`${e?.name ?? ""} ${e?.message ?? ""}`);
+}
+
+export class ResendingRequester {
+  private readonly inFlight = new Set<InFlight>();
+  private readonly maxResends: number;
+  private readonly minIntervalMs: number;
+  private readonly noResponderRetryMs: number;
+  private readonly now: () => number;
+  /** Requests sent again so far (metrics, tests). */
+  resent = 0;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly log: Logger,
+    options: ResendOptions = {},
+  ) {
+    this.maxResends = options.maxResends ?? 3;
+    this.minIntervalMs = options.minIntervalMs ?? 500;
+    this.noResponderRetryMs = options.noResponderRetryMs ?? 250;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Requests waiting for their reply now. */
+  get waiting(): number {
+    return this.inFlight.size;
+  }
+
+  /**
+   * Sends every request still waiting once more (a connection on the query path dropped: `reason`).
+   * Returns how many were sent again.
+   */
+  resendWaiting(reason: string): number {
+    let n = 0;
+    for (const f of this.inFlight) {
+      if (f.resends >= this.maxResends || this.now() - f.lastSentMs < this.minIntervalMs) continue;
+      f.resend();
+      n++;
+    }
+    if (n > 0) this.log.warn({ reason, resent: n }, "a connection on the query path dropped: requests still waiting sent again");
+    return n;
+  }
+
+  /**
+   * `nc.request`, sent again by {@link resendWaiting} while it waits. Rejects with the first send's
+   * error when every send failed (a timeout: no answer by `timeout`), else resolves with the first answer.
+   */
+  request(subject: string, payload: Uint8Array, options: { timeout: number; headers?: MsgHdrs }): Promise<Msg> {
+    const deadline = this.now() + options.timeout;
+    return new Promise<Msg>((resolve, reject) => {
+      let pending = 0;
+      let firstError: unknown;
+      let done = false;
+      const entry: InFlight = {
+        lastSentMs: this.now(),
+        resends: 0,
+        resend: () => {
+          entry.resends++;
+          this.resent++;
+          send(false);
+        },
+      };
+      const settle = (outcome: () => void): void => {
+        done = true;
+        this.inFlight.delete(entry);
+        outcome();
+      };
+      const send = (original: boolean): void => {
+        const left = deadline - this.now();
+        if (left <= 0) return;
+        entry.lastSentMs = this.now();
+        pending++;
+        this.nc.request(subject, payload, { timeout: left, ...(options.headers ? { headers: options.headers } : {}) }).then(
+          (msg) => {
+            pending--;
+            if (!done) settle(() => resolve(msg));
+          },
+          (err: unknown) => {
+            pending--;
+            if (done) return;
+            if (original) firstError = err;
+            else if (isNoResponders(err) && deadline - this.now() > this.noResponderRetryMs) {
+              // The dispatcher is not back on the cluster yet: the same resend, shortly.
+              pending++;
+              setTimeout(() => {
+                pending--;
+                if (!done) send(false);
+              }, this.noResponderRetryMs).unref();
+              return;
+            }
+            if (pending === 0) settle(() => reject(firstError ?? err));
+          },
+        );
+      };
+      this.inFlight.add(entry);
+      send(true);
+    });
+  }
+}
+
+/**
+ * Publishes `events.bus.reconnected` each time `nc` comes back after a disconnection, so that callers
+ * waiting on requests this connection may have lost send them again ({@link ResendingRequester}), and
+ * calls `onLocal` (the connection's own requests may have lost their replies).
+ */
+export function watchReconnects(nc: NatsConnection, name: string, connection: string, log: Logger, onLocal: (event: ReconnectEvent) => void, now: () => number = Date.now): void {
+  let disconnectedAt: number | undefined;
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === "disconnect" || status.type === "reconnect" || status.type === "error") log.warn({ status: status.type }, "nats connection status");
+      if (status.type === "disconnect") disconnectedAt ??= now();
+      if (status.type === "reconnect") {
+        const event: ReconnectEvent = { name, connection, disconnected_at_ms: disconnectedAt ?? now(), reconnected_at_ms: now() };
+        disconnectedAt = undefined;
+        try {
+          nc.publish(subjects.busReconnected, JSON.stringify(event));
+        } catch (err) {
+          log.warn({ err: (err as Error).message }, "could not announce the reconnection");
+        }
+        onLocal(event);
+      }
+    }
+  })();
+}

@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connectBus, createLogger, ResendingRequester, type Bus, type ReconnectEvent } from "@sloserve/bus";
+import { subjects } from "@sloserve/contracts";
+import { startNats, type ServerHandle } from "@sloserve/stack";
+
+/**
+ * Requests sent again when a connection on the query path drops (libs/bus resend.ts), on a real
+ * nats-server: a responder that drops the first copy of every request stands in for a reply lost
+ * with a dying node; a service's `events.bus.reconnected` announcement makes the caller send again.
+ */
+
+let nats: ServerHandle;
+let responder: NatsConnection;
+let bus: Bus;
+const log = createLogger("bus-resend-test", "silent");
+const enc = (s: string) => new TextEncoder().encode(s);
+const dec = (b: Uint8Array) => new TextDecoder().decode(b);
+
+/** Answers `echo.<name>` with "<payload>#<copy>", dropping the first copy of each payload. */
+const seen = new Map<string, number>();
+
+beforeAll(async () => {
+  nats = await startNats();
+  responder = await connect({ servers: nats.url });
+  responder.subscribe("echo.drop-first", {
+    callback: (_err, msg) => {
+      const key = dec(msg.data);
+      const copy = (seen.get(key) ?? 0) + 1;
+      seen.set(key, copy);
+      if (copy > 1) msg.respond(enc(`${key}#${copy}`));
+    },
+  });
+  responder.subscribe("echo.always", {
+    callback: (_err, msg) => {
+      msg.respond(msg.data);
+    },
+  });
+  await responder.flush();
+  bus = await connectBus({ servers: nats.url, name: "resend-test", log, ensure: false, resendOnReconnect: true });
+});
+
+afterAll(async () => {
+  await bus?.close();
+  await responder?.close();
+  await nats?.stop();
+});
+
+const announce = async (name: string) => {
+  const event: ReconnectEvent = { name, connection: "another", disconnected_at_ms: Date.now() - 100, reconnected_at_ms: Date.now() };
+  responder.publish(subjects.busReconnected, JSON.stringify(event));
+  await responder.flush();
+};
+
+describe("requests sent again after a lost connection", () => {
+  it("resend - a request whose reply was lost is answered once another service announces its reconnection", async () => {
+    const asked = bus.request("echo.drop-first", enc("q1"), { timeout: 20_000 });
+    while (seen.get("q1") !== 1) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 600));
+    await announce("dispatcher");
+    expect(dec((await asked).data)).toBe("q1#2");
+  });
+
+  it("resend - answered requests are not sent again; a request with no responder fails at once", async () => {
+    const nc = await connect({ servers: nats.url });
+    const requester = new ResendingRequester(nc, log, { minIntervalMs: 0 });
+    try {
+      expect(dec((await requester.request("echo.always", enc("a"), { timeout: 5_000 })).data)).toBe("a");
+      expect(requester.waiting).toBe(0);
+      expect(requester.resendWaiting("test")).toBe(0);
+      await expect(requester.request("echo.nobody", enc("b"), { timeout: 5_000 })).rejects.toThrow(/no ?responders/i);
+      expect(requester.waiting).toBe(0);
+    } finally {
+      await nc.close();
+    }
+  });
+
+  it("resend - a resend that finds no responder is tried again until one comes, within the deadline", async () => {
+    const nc = await connect({ servers: nats.url });
+    const requester = new ResendingRequester(nc, log, { minIntervalMs: 0, noResponderRetryMs: 50 });
+    const late = await connect({ servers: nats.url });
+    let copies = 0;
+    try {
+      // The first copy goes to a responder that drops it and leaves (the dying dispatcher).
+      const gone = await connect({ servers: nats.url });
+      gone.subscribe("echo.moved", { max: 1, callback: () => undefined });
+      await gone.flush();
+      const asked = requester.request("echo.moved", enc("m"), { timeout: 20_000 });
+      await new Promise((r) => setTimeout(r, 200));
+      await gone.close();
+      expect(requester.resendWaiting("the dispatcher's connection dropped")).toBe(1);
+      await new Promise((r) => setTimeout(r, 300));
+      // A responder comes back (the dispatcher on another node).
+      late.subscribe("echo.moved", {
+        callback: (_err, msg) => {
+          copies++;
+          msg.respond(msg.data);
+        },
+      });
+      await late.flush();
+      expect(dec((await asked).data)).toBe("m");
+      expect(copies).toBe(1);
+      expect(requester.resent).toBe(1);
+    } finally {
+      await late.close();
+      await nc.close();
+    }
+  });
+
+  it("resend - at most maxResends copies, and a request that never gets its answer times out with the first send's error", async () => {
+    const nc = await connect({ servers: nats.url });
+    const requester = new ResendingRequester(nc, log, { minIntervalMs: 0, maxResends: 2 });
+    const silent = await connect({ servers: nats.url });
+    let copies = 0;
+    silent.subscribe("echo.silent", { callback: () => void copies++ });
+    await silent.flush();
+    try {
+      const asked = requester.request("echo.silent", enc("s"), { timeout: 1_500 });
+      await new Promise((r) => setTimeout(r, 100));
+      expect([requester.resendWaiting("1"), requester.resendWaiting("2"), requester.resendWaiting("3")]).toEqual([1, 1, 0]);
+      await expect(asked).rejects.toThrow(/timeout/i);
+      expect(copies).toBe(3);
+      expect(requester.waiting).toBe(0);
+    } finally {
+      await silent.close();
+      await nc.close();
+    }
+  });
+});
