@@ -509,7 +509,8 @@ job "sloserve-nats" {
                   ] }
                   subscribe: { allow: [
                     "_INBOX.>",
-                    "registry.event.tuned.*"
+                    "registry.event.tuned.*",
+                    "registry.event.profiled.*"
                   ] }
                 }
               }

@@ -154,7 +154,7 @@ const table: Record<NatsRole, NatsPermissions> = {
       ...consumers(streams.profile.name),
       ...readModels(),
     ],
-    subscribe: [INBOX, subjects.batchingTunedAll],
+    subscribe: [INBOX, subjects.batchingTunedAll, subjects.modelProfiled(every)],
   },
   function: {
     publish: [`${JS}.INFO`, ...readModels()],

@@ -376,6 +376,14 @@ export const batchingTunedEventSchema = z.object({
 });
 export type BatchingTunedEvent = z.infer<typeof batchingTunedEventSchema>;
 
+/**
+ * Published on `registry.event.profiled.<model>` by the worker that profiled a model's variants: the
+ * updated records (accuracy, profile) and the variants dropped (not runnable on the hardware). Catalogs
+ * apply them; executors running one of them take its accuracy and profile without a reload.
+ */
+export const modelProfiledEventSchema = z.object({ model: z.string(), variants: z.array(variantRecordSchema), removed: z.array(z.string()).default([]) });
+export type ModelProfiledEvent = z.infer<typeof modelProfiledEventSchema>;
+
 /** Published on `registry.event.profile.<model>` as profiling goes. */
 export const profileProgressSchema = z.object({
   model: name,

@@ -88,7 +88,7 @@ export class VariantInstance {
   private paused = false;
   private running: Promise<void> = Promise.resolve();
   /** Expected run time of a batch (profile × observed slowdown): used for deadline checks. */
-  readonly runTime: RunTimeEstimate;
+  runTime: RunTimeEstimate;
   private readonly expectedMs: (size: number) => number;
   /** Nbatch (the variant's max batch) and Wbatch (its batchWaitMs, re-tuned live by {@link setBatchWaitMs}). */
   private policy: BatchPolicy;
@@ -97,8 +97,11 @@ export class VariantInstance {
   /** What this instance costs per second (its share of the hardware), for per-query cost. */
   private readonly pricePerS: number;
 
+  /** The variant's record: as loaded, then with the accuracy and profile of {@link takeProfile}. */
+  private record: VariantRecord;
+
   constructor(
-    readonly variant: VariantRecord,
+    variant: VariantRecord,
     private readonly backend: ModelBackend,
     private readonly bus: Bus,
     private readonly worker: { id: string; hardware: string },
@@ -107,12 +110,28 @@ export class VariantInstance {
     /** Its Prometheus series (ExecutorMetrics.forVariant); none: not exported. */
     private readonly metrics?: QueryMetrics,
   ) {
+    this.record = variant;
     this.pricePerS = footprintPricePerSecond(footprintOf(variant));
-    const profiled = variant.profile?.latencyMs;
-    this.runTime = new RunTimeEstimate(profiled && Object.keys(profiled).length > 0 ? (b) => profiledLatencyAt(profiled, b) : undefined);
+    this.runTime = runTimeEstimateOf(variant);
     this.expectedMs = (b) => this.runTime.expectedMs(b);
     this.policy = { maxBatch: variant.maxBatch, batchWaitMs: variant.batchWaitMs };
     this.idleSinceMs = clock.now();
+  }
+
+  get variant(): VariantRecord {
+    return this.record;
+  }
+
+  /**
+   * The variant's profiled record (`registry.event.profiled.<model>`: an instance loaded before its
+   * profiling finished): answers report its accuracy, and deadline checks and interference detection
+   * use its profile from the next batch on. Nothing else of the record changes without a reload.
+   */
+  takeProfile(profiled: VariantRecord): void {
+    if (profiled.name !== this.record.name || (profiled.accuracy === this.record.accuracy && JSON.stringify(profiled.profile) === JSON.stringify(this.record.profile))) return;
+    this.log.info({ variant: this.record.name, accuracy: profiled.accuracy }, "profile taken");
+    this.record = { ...this.record, accuracy: profiled.accuracy, profiled: profiled.profiled, profile: profiled.profile };
+    this.runTime = runTimeEstimateOf(this.record);
   }
 
   get queueLength(): number {
@@ -421,4 +440,10 @@ export class VariantInstance {
     if (this.keepAlive) clearInterval(this.keepAlive);
     await this.backend.release();
   }
+}
+
+/** A variant's run-time estimate: its profile's T(b) × the observed slowdown, or the observed average when unprofiled. */
+function runTimeEstimateOf(variant: VariantRecord): RunTimeEstimate {
+  const profiled = variant.profile?.latencyMs;
+  return new RunTimeEstimate(profiled && Object.keys(profiled).length > 0 ? (b) => profiledLatencyAt(profiled, b) : undefined);
 }

@@ -5,6 +5,7 @@ import {
   subjects,
   tensorRows,
   type Clock,
+  type ModelProfiledEvent,
   type ModelRecord,
   type ProfileJob,
   type ProfileProgress,
@@ -191,7 +192,8 @@ export async function runProfile(job: ProfileJob, deps: ProfileDeps): Promise<Va
       await store.putVariant(record);
       updated.push(record);
     }
-    await bus.js.publish(subjects.modelProfiled(job.model), JSON.stringify({ model: job.model, variants: updated, removed: variants.filter((v) => !updated.some((u) => u.name === v.name)).map((v) => v.name) }));
+    const event: ModelProfiledEvent = { model: job.model, variants: updated, removed: variants.filter((v) => !updated.some((u) => u.name === v.name)).map((v) => v.name) };
+    await bus.js.publish(subjects.modelProfiled(job.model), JSON.stringify(event));
     progress("done", `profiled ${updated.length} variants; accuracy ${accuracy === null ? "n/a" : accuracy.toFixed(4)}`);
     return updated;
   } catch (err) {

@@ -2,6 +2,7 @@ import { AckPolicy, type ConsumerMessages } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
 import {
   batchingTunedEventSchema,
+  modelProfiledEventSchema,
   describeZodError,
   profileJobSchema,
   scaleCommandSchema,
@@ -73,7 +74,10 @@ export class Worker {
   private readonly hardware: Hardware;
   /** The latest Wbatch announced per variant (`registry.event.tuned.*`), for instances still loading. */
   private readonly tunedWaits = new Map<string, number>();
+  /** The latest profiled record per variant (`registry.event.profiled.*`), for instances still loading. */
+  private readonly profiledRecords = new Map<string, VariantRecord>();
   private tunedSub: Subscription | undefined;
+  private profiledSub: Subscription | undefined;
   /** A round of engine health checks is running ({@link checkEngines}). */
   private checkingEngines = false;
 
@@ -97,6 +101,11 @@ export class Worker {
   /** The Wbatch the loaded instances of a variant batch with now, ms (undefined when none is loaded). */
   batchWaitMs(variant: string): number | undefined {
     return this.instances.get(variant)?.[0]?.batchWaitMs;
+  }
+
+  /** The record a running instance of `variant` serves with (as loaded, or profiled since). */
+  variantRecord(variant: string): VariantRecord | undefined {
+    return this.instances.get(variant)?.[0]?.variant;
   }
 
   async start(): Promise<void> {
@@ -197,6 +206,24 @@ export class Worker {
         }
       },
     });
+    // A variant loaded before its profiling finished takes its accuracy and profile when they come.
+    this.profiledSub = this.bus.nc.subscribe(subjects.modelProfiled("*"), {
+      callback: (err, msg) => {
+        if (err) return this.log.warn({ err }, "profiled-event subscription failed");
+        let parsed;
+        try {
+          parsed = modelProfiledEventSchema.safeParse(msg.json());
+        } catch (e) {
+          return this.log.warn({ err: e, subject: msg.subject }, "ignoring a profiled event that is not JSON");
+        }
+        if (!parsed.success) return this.log.warn({ subject: msg.subject, error: describeZodError(parsed.error) }, "ignoring a malformed profiled event");
+        for (const v of parsed.data.variants) {
+          if (v.hardware !== this.hardware) continue;
+          this.profiledRecords.set(v.name, v);
+          for (const instance of this.instances.get(v.name) ?? []) instance.takeProfile(v);
+        }
+      },
+    });
   }
 
   private async setState(variant: string, model: string, state: VariantState, reason: string): Promise<void> {
@@ -254,6 +281,8 @@ export class Worker {
         this.instances.set(variant.name, [...(this.instances.get(variant.name) ?? []), instance]);
         const tuned = this.tunedWaits.get(variant.name);
         if (tuned !== undefined) instance.setBatchWaitMs(tuned);
+        const profiled = this.profiledRecords.get(variant.name);
+        if (profiled) instance.takeProfile(profiled);
         this.reserve(variant, -1);
         pending--;
       }
@@ -449,6 +478,7 @@ export class Worker {
   async stop(): Promise<void> {
     if (this.reportTimer) clearInterval(this.reportTimer);
     this.tunedSub?.unsubscribe();
+    this.profiledSub?.unsubscribe();
     // Stopping goes on past each failure, logging it: what is left is cleaned up by TTLs and timeouts.
     const warn = (what: string, extra: Record<string, unknown> = {}) => (err: unknown): void => this.log.warn({ err, worker: this.id, ...extra }, `while stopping: ${what} failed`);
     await this.commands?.close().catch(warn("closing the command consumer"));

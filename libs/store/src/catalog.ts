@@ -1,8 +1,7 @@
 import { z } from "zod";
-import { batchingTunedEventSchema, modelRecordSchema, variantRecordSchema, type ModelRecord, type VariantRecord } from "@sloserve/contracts";
+import { batchingTunedEventSchema, modelProfiledEventSchema, modelRecordSchema, variantRecordSchema, type ModelRecord, type VariantRecord } from "@sloserve/contracts";
 
 const registeredEvent = z.object({ model: modelRecordSchema, variants: z.array(variantRecordSchema) });
-const profiledEvent = z.object({ model: z.string(), variants: z.array(variantRecordSchema), removed: z.array(z.string()).default([]) });
 import type { MetadataStore } from "./store.js";
 
 /**
@@ -44,7 +43,7 @@ export class Catalog {
     } else if (kind === "unregistered") {
       this.applyUnregistered(name ?? "");
     } else if (kind === "profiled") {
-      const e = profiledEvent.parse(body);
+      const e = modelProfiledEventSchema.parse(body);
       for (const v of e.variants) this.addVariant(v);
       for (const r of e.removed) this.removeVariant(r);
     } else if (kind === "tuned") {

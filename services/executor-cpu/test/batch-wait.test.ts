@@ -5,7 +5,7 @@ import { connectBus, createLogger, makeHeaders, systemClock, type Bus } from "@s
 import { MetadataStore } from "@sloserve/store";
 import { startNats, startRedis, ocrModels, type ServerHandle } from "@sloserve/stack";
 import { Worker, onnxBackend } from "@sloserve/executor";
-import { decodeTensors, encodeTensors, headers, subjects, type BatchingTunedEvent, type VariantRecord } from "@sloserve/contracts";
+import { decodeTensors, encodeTensors, headers, subjects, type BatchingTunedEvent, type ModelProfiledEvent, type VariantRecord } from "@sloserve/contracts";
 
 /**
  * Re-tuned Wbatch reaches the executor without a reload (the registrar's `registry.event.tuned.<model>`,
@@ -71,7 +71,7 @@ async function announce(v: VariantRecord, batchWaitMs: number): Promise<void> {
 }
 
 /** Publishes n queries to the variant's queue; resolves with the batch size each was served in. */
-function send(v: VariantRecord, n: number): { published: Promise<void>; sizes: Promise<number[]> } {
+function send(v: VariantRecord, n: number): { published: Promise<void>; sizes: Promise<number[]>; replies: Msg[] } {
   const inbox = createInbox();
   const replies: Msg[] = [];
   const sizes = new Promise<number[]>((resolve) => {
@@ -91,7 +91,7 @@ function send(v: VariantRecord, n: number): { published: Promise<void>; sizes: P
       });
     }
   })();
-  return { published, sizes };
+  return { published, sizes, replies };
 }
 
 const until = async (cond: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> => {
@@ -136,5 +136,20 @@ describe("executor-cpu re-tuned batching", () => {
     await announce({ ...b2, hardware: "gpu" }, 99);
     await new Promise((r) => setTimeout(r, 200));
     expect(worker.batchWaitMs(b2.name)).toBe(25);
+  });
+
+  it("batch-wait - an instance loaded before its profiling finished answers with the profiled accuracy once the event comes", async () => {
+    const accuracyOf = (m: Msg) => decodeTensors<{ served_by: { accuracy: number | null } }>(m.data).meta.served_by.accuracy;
+    const before = send(b4, 4);
+    await before.published;
+    await before.sizes;
+    expect(before.replies.map(accuracyOf)).toEqual([null, null, null, null]);
+    const event: ModelProfiledEvent = { model: b4.model, variants: [{ ...b4, accuracy: 0.93, profile: { ...b4.profile!, accuracy: 0.93 } }], removed: [] };
+    await bus.js.publish(subjects.modelProfiled(b4.model), JSON.stringify(event));
+    await until(() => worker.variantRecord(b4.name)?.accuracy === 0.93);
+    const after = send(b4, 4);
+    await after.published;
+    await after.sizes;
+    expect(after.replies.map(accuracyOf)).toEqual([0.93, 0.93, 0.93, 0.93]);
   });
 });
