@@ -113,7 +113,7 @@ export class VariantInstance {
     this.record = variant;
     this.pricePerS = footprintPricePerSecond(footprintOf(variant));
     this.runTime = runTimeEstimateOf(variant);
-    this.expectedMs = (b) => this.runTime.expectedMs(b);
+    this.expectedMs = (b) => this.runTime.expectedMs(b, this.clock.now());
     this.policy = { maxBatch: variant.maxBatch, batchWaitMs: variant.batchWaitMs };
     this.idleSinceMs = clock.now();
   }
@@ -328,7 +328,7 @@ export class VariantInstance {
     // Read now: engineFree() moves it to this batch's end before the answers' timings are written.
     const idleSinceMs = this.idleSinceMs;
     const startedPrecise = performance.now();
-    const expected = this.runTime.expectedMs(batch.length);
+    const expected = this.runTime.expectedMs(batch.length, this.clock.now());
     const live: Array<{ p: Pending; inputs: Tensor[]; requestId: string | undefined; id: string | undefined }> = [];
     for (const p of batch) {
       const h = p.msg.headers;
@@ -365,7 +365,7 @@ export class VariantInstance {
     const finished = this.clock.now();
     const runMs = performance.now() - startedPrecise;
     engineFree();
-    this.runTime.observe(live.length, runMs);
+    this.runTime.observe(live.length, runMs, finished);
     const profiled = this.variant.profile?.latencyMs;
     this.stats.recordBatch(runMs, live.length, profiled ? profiledLatencyAt(profiled, live.length) : runMs);
     const m = this.metrics;

@@ -124,29 +124,57 @@ export function planBatch(queue: BatchQueueView, busy: boolean, nowMs: number, p
 export const RUN_TIME_EWMA_WEIGHT = 0.2;
 
 /**
+ * An estimate with no batch behind it for longer than this is stale: its excess over the profile
+ * (slowdown − 1; for an unprofiled variant, the average itself) halves every
+ * {@link RUN_TIME_STALE_HALF_LIFE_MS} after it. Without this, a replica whose estimate rose past its
+ * queries' budgets would shed every query, never run another batch, and so never learn that it
+ * recovered (a GC pause, a neighbour's burst): the decay lets a query through now and then, and its
+ * batch is the evidence.
+ */
+export const RUN_TIME_STALE_AFTER_MS = 1_000;
+export const RUN_TIME_STALE_HALF_LIFE_MS = 1_000;
+
+/**
  * What a batch of b is expected to take on this executor: the profiled T(b) × the moving average of
  * observed / profiled over recent batches (1 until a batch has run), or, for an unprofiled variant, the
- * moving average of observed batch times (0 until a batch has run: nothing is shed before evidence).
- * Pure state: `observe` after each batch, `expectedMs` before one.
+ * moving average of observed batch times (0 until a batch has run: nothing is shed before evidence);
+ * an estimate gone stale (no batch for {@link RUN_TIME_STALE_AFTER_MS}) decays towards the profile.
+ * Pure state: `observe` after each batch, `expectedMs` before one, both at the time given.
  */
 export class RunTimeEstimate {
-  /** Moving average of observed / profiled (profiled variants). */
+  /** Moving average of observed / profiled (profiled variants), as of the last batch. */
   slowdown = 1;
-  /** Moving average of observed batch time, ms (unprofiled variants). */
+  /** Moving average of observed batch time, ms (unprofiled variants), as of the last batch. */
   averageMs = 0;
+  /** When the last batch was observed (ms); -Infinity before the first. */
+  private lastObservedMs = -Infinity;
 
   /** @param profiledMs T(b) from the profile, or undefined for an unprofiled variant. */
   constructor(private readonly profiledMs?: (size: number) => number) {}
 
-  observe(size: number, observedMs: number): void {
-    const w = RUN_TIME_EWMA_WEIGHT;
-    this.averageMs = this.averageMs === 0 ? observedMs : (1 - w) * this.averageMs + w * observedMs;
-    const p = this.profiledMs?.(size);
-    if (p !== undefined && p > 0) this.slowdown = (1 - w) * this.slowdown + w * (observedMs / p);
+  /** How much of the estimate's evidence is still trusted at `nowMs` (1 while fresh, halving once stale). */
+  private trust(nowMs: number): number {
+    const idle = nowMs - this.lastObservedMs;
+    return idle <= RUN_TIME_STALE_AFTER_MS ? 1 : 0.5 ** ((idle - RUN_TIME_STALE_AFTER_MS) / RUN_TIME_STALE_HALF_LIFE_MS);
   }
 
-  expectedMs(size: number): number {
+  observe(size: number, observedMs: number, nowMs: number): void {
+    const w = RUN_TIME_EWMA_WEIGHT;
+    const trust = this.trust(nowMs);
+    const average = this.averageMs * trust;
+    this.averageMs = average === 0 ? observedMs : (1 - w) * average + w * observedMs;
     const p = this.profiledMs?.(size);
-    return p !== undefined && p > 0 ? p * this.slowdown : this.averageMs;
+    if (p !== undefined && p > 0) this.slowdown = (1 - w) * this.decayedSlowdown(trust) + w * (observedMs / p);
+    this.lastObservedMs = nowMs;
+  }
+
+  private decayedSlowdown(trust: number): number {
+    return this.slowdown > 1 ? 1 + (this.slowdown - 1) * trust : this.slowdown;
+  }
+
+  expectedMs(size: number, nowMs: number): number {
+    const p = this.profiledMs?.(size);
+    const trust = this.trust(nowMs);
+    return p !== undefined && p > 0 ? p * this.decayedSlowdown(trust) : this.averageMs * trust;
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { decideBatch, cannotFinishInTime, planBatch, RunTimeEstimate, type BatchQueueView, routeModelQuery, chooseWorker, type RouteCandidate, type WorkerView } from "../src/index.js";
+import { decideBatch, cannotFinishInTime, planBatch, RunTimeEstimate, RUN_TIME_STALE_AFTER_MS, RUN_TIME_STALE_HALF_LIFE_MS, type BatchQueueView, routeModelQuery, chooseWorker, type RouteCandidate, type WorkerView } from "../src/index.js";
 
 describe("batching", () => {
   const policy = { maxBatch: 8, batchWaitMs: 10 };
@@ -81,17 +81,60 @@ describe("batching - planBatch (the executor's and the simulator's batcher)", ()
 describe("batching - RunTimeEstimate", () => {
   it("profiled: T(b) × the moving average of observed / profiled", () => {
     const e = new RunTimeEstimate((b) => 10 * b);
-    expect(e.expectedMs(2)).toBe(20); // no evidence yet: the profile
-    e.observe(1, 20); // observed 2× the profile: slowdown 0.8 × 1 + 0.2 × 2 = 1.2
+    expect(e.expectedMs(2, 0)).toBe(20); // no evidence yet: the profile
+    e.observe(1, 20, 0); // observed 2× the profile: slowdown 0.8 × 1 + 0.2 × 2 = 1.2
     expect(e.slowdown).toBeCloseTo(1.2);
-    expect(e.expectedMs(2)).toBeCloseTo(24); // 20 × 1.2
+    expect(e.expectedMs(2, 0)).toBeCloseTo(24); // 20 × 1.2
   });
   it("unprofiled: the moving average of observed batch times (0 before the first batch)", () => {
     const e = new RunTimeEstimate();
-    expect(e.expectedMs(4)).toBe(0);
-    e.observe(4, 10);
-    e.observe(4, 20); // 0.8 × 10 + 0.2 × 20 = 12
-    expect(e.expectedMs(1)).toBeCloseTo(12);
+    expect(e.expectedMs(4, 0)).toBe(0);
+    e.observe(4, 10, 0);
+    e.observe(4, 20, 10); // 0.8 × 10 + 0.2 × 20 = 12
+    expect(e.expectedMs(1, 10)).toBeCloseTo(12);
+  });
+  it("a stale estimate decays: the excess over the profile halves every second after one without a batch", () => {
+    const e = new RunTimeEstimate((b) => 10 * b);
+    for (let t = 0; t < 10; t++) e.observe(1, 60, t); // 6× the profile for a while
+    const s = e.slowdown;
+    expect(s).toBeGreaterThan(5);
+    // [ms since the last batch, expected T(1)]: fresh for RUN_TIME_STALE_AFTER_MS, then the excess halves per half-life.
+    const table: Array<[number, number]> = [
+      [0, 10 * s],
+      [RUN_TIME_STALE_AFTER_MS, 10 * s],
+      [RUN_TIME_STALE_AFTER_MS + RUN_TIME_STALE_HALF_LIFE_MS, 10 * (1 + (s - 1) / 2)],
+      [RUN_TIME_STALE_AFTER_MS + 2 * RUN_TIME_STALE_HALF_LIFE_MS, 10 * (1 + (s - 1) / 4)],
+      [RUN_TIME_STALE_AFTER_MS + 60_000, 10],
+    ];
+    for (const [idle, expected] of table) expect(e.expectedMs(1, 9 + idle), `after ${idle} ms`).toBeCloseTo(expected, 6);
+    // A batch after the pause blends with the decayed estimate, not with the old one.
+    e.observe(1, 10, 9 + RUN_TIME_STALE_AFTER_MS + 60_000);
+    expect(e.slowdown).toBeCloseTo(1, 6);
+    // Faster than the profile does not decay (it is not what blocks a replica), nor does a fresh unprofiled average.
+    const fast = new RunTimeEstimate((b) => 10 * b);
+    fast.observe(1, 5, 0);
+    expect(fast.expectedMs(1, 100_000)).toBeCloseTo(9, 6);
+    const unprofiled = new RunTimeEstimate();
+    unprofiled.observe(1, 40, 0);
+    expect(unprofiled.expectedMs(1, RUN_TIME_STALE_AFTER_MS)).toBe(40);
+    expect(unprofiled.expectedMs(1, RUN_TIME_STALE_AFTER_MS + RUN_TIME_STALE_HALF_LIFE_MS)).toBeCloseTo(20, 6);
+  });
+  it("a replica slowed past its queries' budget sheds, then lets a query through once its estimate is stale, and recovers", () => {
+    const e = new RunTimeEstimate((b) => 10 * b);
+    for (let t = 0; t < 20; t++) e.observe(1, 60, t); // a 6× slowdown (a neighbour's burst)
+    const budgetMs = 50; // each query's SLO: 5× the profiled T(1)
+    const queue = (nowMs: number): BatchQueueView => ({ length: 1, queuedAtMs: () => nowMs, deadlineMs: () => nowMs + budgetMs });
+    const policy = { maxBatch: 4, batchWaitMs: 0 };
+    const step = (nowMs: number) => planBatch(queue(nowMs), false, nowMs, policy, (b) => e.expectedMs(b, nowMs));
+    expect(step(100).late).toBe(1); // shed: expected 6× > 5×
+    // The slowdown passed; no batch runs while every query is shed, but the estimate goes stale.
+    let t = 100;
+    while (step(t).late === 1) t += 10;
+    expect(t).toBeGreaterThan(19 + RUN_TIME_STALE_AFTER_MS);
+    expect(t).toBeLessThan(19 + RUN_TIME_STALE_AFTER_MS + 2 * RUN_TIME_STALE_HALF_LIFE_MS);
+    expect(step(t).decision.action).toBe("run");
+    e.observe(1, 10, t + 10); // the replica is back at its profile: the next queries are served
+    expect(step(t + 20).late).toBe(0);
   });
 });
 

@@ -30,6 +30,22 @@ export interface UserDataInput {
   env: Record<string, string>;
   /** Start the spot watcher (spot instances). */
   spotWatcher: boolean;
+  /**
+   * The NATS user the executor and the spot watcher connect as (the `executor` user of
+   * libs/contracts nats-permissions.ts), with its password and the CA of the servers' TLS read at boot
+   * from SSM Parameter Store by the instance's own role (`ssm:GetParameter`, and `kms:Decrypt` for a
+   * SecureString): no secret is written into the user data, which anyone allowed to describe the
+   * instance can read. Absent: NATS without users (as `npm start` without `--auth`).
+   */
+  nats?: NatsWorkerCredentials | undefined;
+}
+
+export interface NatsWorkerCredentials {
+  user: string;
+  /** SSM parameter holding the user's password (a SecureString). */
+  passwordParameter: string;
+  /** SSM parameter holding the PEM of the CA the NATS servers' certificates are checked against (TLS on). */
+  tlsCaParameter?: string | undefined;
 }
 
 /** EC2 refuses user data over 16 KB (before base64). */
@@ -50,6 +66,18 @@ const DEVICE_FLAGS: Record<Hardware, string[]> = {
 export function userDataScript(input: UserDataInput): string {
   const env = (name: string, value: string): string => `-e ${shellQuote(`${name}=${value}`)}`;
   const common = [env("NATS_URL", input.natsUrl), env("REDIS_URL", input.redisUrl), env("WORKER_ID", input.workerId), env("LOG_LEVEL", input.logLevel)];
+  const secrets: string[] = [];
+  const nats = input.nats;
+  if (nats) {
+    const ssm = (parameter: string, decrypt: boolean): string => `aws ssm get-parameter --name ${shellQuote(parameter)}${decrypt ? " --with-decryption" : ""} --query Parameter.Value --output text`;
+    // Read at boot by the instance's role; passed to the containers by name only (`-e NATS_PASSWORD`).
+    secrets.push(`NATS_PASSWORD="$(${ssm(nats.passwordParameter, true)})"`, "export NATS_PASSWORD");
+    common.push(env("NATS_USER", nats.user), "-e NATS_PASSWORD");
+    if (nats.tlsCaParameter) {
+      secrets.push('ETC="${SLOSERVE_ETC:-/etc/sloserve}"', 'mkdir -p "$ETC"', `${ssm(nats.tlsCaParameter, false)} > "$ETC/nats-ca.pem"`);
+      common.push('-v "$ETC/nats-ca.pem:/etc/sloserve/nats-ca.pem:ro"', env("NATS_TLS_CA", "/etc/sloserve/nats-ca.pem"));
+    }
+  }
   const executorEnv = [env("SERVICE", input.service), ...Object.entries(input.env).map(([name, value]) => env(name, value))];
   const lines = [
     "#!/bin/bash",
@@ -57,6 +85,7 @@ export function userDataScript(input: UserDataInput): string {
     "# Written by libs/providers (ec2-user-data.ts): starts the executor, which joins NATS and Redis" + (input.spotWatcher ? ", and the spot watcher." : "."),
     "set -euo pipefail",
     `IMAGE=${shellQuote(input.image)}`,
+    ...secrets,
     `COMMON=(--network host --restart on-failure ${common.join(" ")})`,
     "docker info >/dev/null 2>&1 || systemctl start docker",
     'docker pull "$IMAGE"',

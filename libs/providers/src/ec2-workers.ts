@@ -13,7 +13,7 @@ import type { Logger } from "@sloserve/bus";
 import { INSTANCE_PRICES } from "@sloserve/policy";
 import { ProviderEvents } from "./events.js";
 import { REPO_ROOT, checkSpec, executorFor, newWorkerId, pricePerHour } from "./executors.js";
-import { encodeUserData, userDataScript } from "./ec2-user-data.js";
+import { encodeUserData, userDataScript, type NatsWorkerCredentials } from "./ec2-user-data.js";
 import type { SpotNoticeSource } from "./spot-watcher.js";
 import type { InstanceState, Market, ProviderEvent, WorkerInstance, WorkerProvider, WorkerSpec } from "./types.js";
 
@@ -61,6 +61,8 @@ export interface Ec2WorkerOptions {
   redisUrl: string;
   /** The executors' LOG_LEVEL. @default "info" */
   logLevel?: string;
+  /** The workers' NATS user, its password and the TLS CA from SSM Parameter Store (ec2-user-data.ts); none: NATS without users. */
+  nats?: NatsWorkerCredentials | undefined;
   /** Environment per hardware kind, e.g. `{ cpu: { WORKER_THREADS: "4" } }`; a spec's `env` overrides it. */
   kindEnv?: Partial<Record<Hardware, Record<string, string>>>;
   /** Interruption notices from the spot watchers (e.g. `natsSpotNotices(bus, log)`). */
@@ -102,6 +104,7 @@ export class Ec2WorkerProvider implements WorkerProvider {
     if (!options.image) problems.push("image is required (the project's container image)");
     if (!options.natsUrl) problems.push("natsUrl is required");
     if (!options.redisUrl) problems.push("redisUrl is required");
+    if (options.nats && (!options.nats.user || !options.nats.passwordParameter)) problems.push("nats needs a user and the SSM parameter of its password");
     const watchEveryMs = options.watchEveryMs ?? 15_000;
     if (!Number.isFinite(watchEveryMs) || watchEveryMs < 0) problems.push(`watchEveryMs must be ≥ 0, got ${options.watchEveryMs}`);
     if (problems.length > 0) throw new Error(`invalid EC2 worker provider options: ${problems.join("; ")}`);
@@ -156,6 +159,7 @@ export class Ec2WorkerProvider implements WorkerProvider {
       logLevel: this.options.logLevel ?? "info",
       env: { ...this.options.kindEnv?.[spec.kind], ...spec.env },
       spotWatcher: market === "spot",
+      nats: this.options.nats,
     });
     const tags: Tag[] = [
       { Key: "Name", Value: `sloserve-${cluster}-${workerId}` },

@@ -162,6 +162,49 @@ describe("ec2 worker provider", () => {
     ]);
   });
 
+  it("ec2 - NATS users on: the user data reads the password and the CA from SSM at boot, and never holds them", async () => {
+    ec2.on(RunInstancesCommand).resolves({ Instances: [{ InstanceId: "i-0aaaaaaaaaaaaaaa4", State: { Name: "pending" } }] });
+    const { provider: p } = provider({ nats: { user: "executor", passwordParameter: "/sloserve/prod/nats/executor", tlsCaParameter: "/sloserve/prod/nats/ca" } });
+    const instance = await p.launch({ kind: "cpu", instanceType: "c5.xlarge", market: "spot", reason: "test" });
+    const script = decode(ec2.commandCalls(RunInstancesCommand)[0]!.args[0].input.UserData);
+    const dir = tempDir("ec2-user-data-nats");
+    // `aws` answers the two parameters as SSM would (the password only with decryption); `docker` logs
+    // its arguments and the NATS_PASSWORD it was given in its environment.
+    writeFileSync(
+      join(dir, "aws"),
+      `#!/bin/sh
+case "$*" in
+  *"--name /sloserve/prod/nats/executor --with-decryption "*) echo 's3cret pass';;
+  *"--name /sloserve/prod/nats/ca "*) echo '-----BEGIN CERTIFICATE-----';;
+  *) echo "unexpected: $*" >&2; exit 1;;
+esac
+`,
+    );
+    writeFileSync(join(dir, "docker"), `#!/bin/sh
+for a in "$@"; do printf '[%s]' "$a" >> "$DOCKER_LOG"; done
+printf ' password=%s' "$NATS_PASSWORD" >> "$DOCKER_LOG"
+echo >> "$DOCKER_LOG"
+`);
+    chmodSync(join(dir, "aws"), 0o755);
+    chmodSync(join(dir, "docker"), 0o755);
+    writeFileSync(join(dir, "user-data.sh"), script);
+    const etc = join(dir, "etc");
+    const run = spawnSync("bash", [join(dir, "user-data.sh")], { env: { PATH: `${dir}:${process.env.PATH}`, DOCKER_LOG: join(dir, "docker.log"), SLOSERVE_ETC: etc }, encoding: "utf8" });
+    expect(run.stderr).toBe("");
+    expect(run.status).toBe(0);
+    expect(script).not.toContain("s3cret");
+    expect(readFileSync(join(etc, "nats-ca.pem"), "utf8")).toBe("-----BEGIN CERTIFICATE-----\n");
+    const w = instance.workerId;
+    const common = `[--network][host][--restart][on-failure][-e][NATS_URL=nats://nats.internal:4222][-e][REDIS_URL=redis://redis.internal:6379][-e][WORKER_ID=${w}][-e][LOG_LEVEL=info][-e][NATS_USER=executor][-e][NATS_PASSWORD][-v][${etc}/nats-ca.pem:/etc/sloserve/nats-ca.pem:ro][-e][NATS_TLS_CA=/etc/sloserve/nats-ca.pem]`;
+    expect(readFileSync(join(dir, "docker.log"), "utf8").split("\n")).toEqual([
+      "[info] password=s3cret pass",
+      `[pull][${IMAGE}] password=s3cret pass`,
+      `[run][-d][--name][sloserve-executor]${common}[-e][SERVICE=executor-cpu][-e][WORKER_THREADS=4][${IMAGE}] password=s3cret pass`,
+      `[run][-d][--name][sloserve-spot-watcher]${common}[${IMAGE}][node][--import][tsx][libs/providers/src/spot-watcher-main.ts] password=s3cret pass`,
+      "",
+    ]);
+  });
+
   it("ec2 - refuses a bad spec before sending anything, naming each problem", async () => {
     const { provider: p } = provider();
     await expect(p.launch({ kind: "cpu", instanceType: "c9.mega", reason: "" })).rejects.toThrow(

@@ -348,7 +348,7 @@ export class Simulator {
   addReplica(queue: Queue, machine: Machine | null, opts: ReplicaOptions): Replica | null {
     if (machine && (machine.state === "draining" || machine.state === "terminated")) return null;
     if (machine && !machine.fits(opts.uses ?? {})) return null;
-    const r = new Replica(this.allReplicas.length, queue, machine, opts, this.nowMs);
+    const r = new Replica(this.allReplicas.length, queue, machine, opts, this.nowMs, () => this.nowMs);
     this.allReplicas.push(r);
     // (a replica without a price adds 0 to every sum of costs: only priced ones are summed)
     if (r.pricePerS > 0) this.replicaCosts.push(r);
@@ -845,7 +845,7 @@ export class Simulator {
     const r = b.replica;
     const queue = r.queue;
     r._finish(b, this.nowMs);
-    r.runTime.observe(b.queries.length, b.endMs - b.startMs);
+    r.runTime.observe(b.queries.length, b.endMs - b.startMs, b.endMs);
     this.count(queue.served, b.queries.length);
     this.count(queue.batchesDone);
     this.count(queue.observedMs, b.endMs - b.startMs);

@@ -201,6 +201,8 @@ export class Replica {
     readonly machine: Machine | null,
     opts: ReplicaOptions,
     readonly billedFromMs: number,
+    /** The simulation's time (the run-time estimate decays while stale). */
+    now: () => number,
   ) {
     this.maxBatch = opts.maxBatch ?? queue.maxBatch;
     this.waitMs = opts.waitMs ?? queue.waitMs;
@@ -214,7 +216,7 @@ export class Replica {
     this.lat = latencyArray(opts.latencyMs, this.maxBatch);
     this.batchPolicy = { maxBatch: this.maxBatch, batchWaitMs: this.waitMs };
     this.runTime = new RunTimeEstimate((b) => this.latencyMs(b));
-    this.expectedMs = (b) => this.runTime.expectedMs(b);
+    this.expectedMs = (b) => this.runTime.expectedMs(b, now());
   }
 
   /** Profiled service time of a batch of b (b ≤ maxBatch). */

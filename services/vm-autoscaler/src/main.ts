@@ -96,6 +96,13 @@ const envSchema = commonEnvSchema.extend({
   EC2_LAUNCH_TEMPLATE_ID: z.string().optional(),
   EC2_CLUSTER: z.string().default("sloserve"),
   EC2_IMAGE: z.string().optional(),
+  /**
+   * ec2: the workers' NATS user, and the SSM parameters of its password (SecureString) and of the NATS
+   * servers' TLS CA (PEM), read at boot by the instances' role (libs/providers ec2-user-data.ts).
+   */
+  EC2_NATS_USER: z.string().default("executor"),
+  EC2_NATS_PASSWORD_PARAMETER: z.string().optional(),
+  EC2_NATS_TLS_CA_PARAMETER: z.string().optional(),
   /** nomad: the API, and the job whose groups run each kind's executor (group "executor-<kind>"). */
   NOMAD_ADDR: z.string().default("http://127.0.0.1:4646"),
   NOMAD_TOKEN: z.string().optional(),
@@ -140,7 +147,15 @@ function buildProvider(o: Options, bus: Bus, log: Logger, kindEnv: Partial<Recor
       if (!o.EC2_IMAGE) throw new Error("invalid configuration for vm-autoscaler: PROVIDER=ec2 needs EC2_IMAGE (the project's container image)");
       const launchTemplate = o.EC2_LAUNCH_TEMPLATE_ID ? { id: o.EC2_LAUNCH_TEMPLATE_ID } : o.EC2_LAUNCH_TEMPLATE ? { name: o.EC2_LAUNCH_TEMPLATE } : undefined;
       if (!launchTemplate) throw new Error("invalid configuration for vm-autoscaler: PROVIDER=ec2 needs EC2_LAUNCH_TEMPLATE or EC2_LAUNCH_TEMPLATE_ID");
-      return new Ec2WorkerProvider({ client: new EC2Client({}), launchTemplate, cluster: o.EC2_CLUSTER, image: o.EC2_IMAGE, natsUrl: o.NATS_URL, redisUrl: o.REDIS_URL, logLevel: o.LOG_LEVEL, kindEnv, spotNotices: natsSpotNotices(bus, log), clock, log });
+      // With NATS users on (this service has one), the workers need theirs, or they could not join.
+      if (process.env["NATS_USER"] && !o.EC2_NATS_PASSWORD_PARAMETER) {
+        throw new Error("invalid configuration for vm-autoscaler: NATS has users (NATS_USER is set), so PROVIDER=ec2 needs EC2_NATS_PASSWORD_PARAMETER (the SSM parameter of the workers' NATS password, user EC2_NATS_USER) for its workers to join");
+      }
+      if (process.env["NATS_TLS_CA"] && !o.EC2_NATS_TLS_CA_PARAMETER) {
+        throw new Error("invalid configuration for vm-autoscaler: NATS uses TLS (NATS_TLS_CA is set), so PROVIDER=ec2 needs EC2_NATS_TLS_CA_PARAMETER (the SSM parameter of the CA's PEM) for its workers to join");
+      }
+      const nats = o.EC2_NATS_PASSWORD_PARAMETER ? { user: o.EC2_NATS_USER, passwordParameter: o.EC2_NATS_PASSWORD_PARAMETER, tlsCaParameter: o.EC2_NATS_TLS_CA_PARAMETER } : undefined;
+      return new Ec2WorkerProvider({ client: new EC2Client({}), launchTemplate, cluster: o.EC2_CLUSTER, image: o.EC2_IMAGE, natsUrl: o.NATS_URL, redisUrl: o.REDIS_URL, logLevel: o.LOG_LEVEL, nats, kindEnv, spotNotices: natsSpotNotices(bus, log), clock, log });
     }
     case "nomad": {
       const groups = Object.fromEntries(o.LAUNCH_KINDS.map((k) => [k, { job: o.NOMAD_JOB, group: nomadExecutorGroup(k), instanceType: types[k], market: o.SPOT_KINDS.includes(k) ? ("spot" as const) : ("on-demand" as const) }]));
