@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { connectBus, createLogger, ResendingRequester, type Bus, type ReconnectEvent } from "@sloserve/bus";
+import { connectBus, createLogger, PresenceWatch, PRESENCE_MISSED_BEATS, ResendingRequester, type Bus, type DispatcherPresence, type ReconnectEvent } from "@sloserve/bus";
 import { subjects } from "@sloserve/contracts";
 import { startNats, type ServerHandle } from "@sloserve/stack";
 
@@ -123,6 +123,59 @@ describe("requests sent again after a lost connection", () => {
       expect(requester.waiting).toBe(0);
     } finally {
       await silent.close();
+      await nc.close();
+    }
+  });
+
+  it("resend - dispatcher presence: silent for more than its missed beats, or leaving, counts as gone once", () => {
+    const w = new PresenceWatch();
+    const beat = (dispatcher: string, extra: Partial<DispatcherPresence> = {}): DispatcherPresence => ({ dispatcher, at_ms: 0, every_ms: 1000, ...extra });
+    expect(w.heard(beat("a"), 0)).toBe(false);
+    expect(w.heard(beat("b"), 0)).toBe(false);
+    expect(w.heard(beat("c", { every_ms: 200 }), 0)).toBe(false);
+    // [now, heartbeats heard just before, the dispatchers found silent then]
+    const table: Array<[number, string[], string[]]> = [
+      [PRESENCE_MISSED_BEATS * 200, [], []],
+      [1000, ["a"], ["c"]],
+      [3000, ["a"], []],
+      [3001, [], ["b"]],
+      [6000, [], []],
+    ];
+    const found: string[][] = [];
+    for (const [now, beats, expected] of table) {
+      for (const d of beats) w.heard(beat(d), now);
+      const silent = w.silent(now);
+      found.push(silent);
+      expect(silent, `at ${now} ms`).toEqual(expected);
+    }
+    expect(found.flat().sort()).toEqual(["b", "c"]);
+    expect(w.known).toBe(1);
+    expect(w.heard(beat("a", { leaving: true }), 6100)).toBe(true);
+    expect(w.known).toBe(0);
+    expect(w.silent(100_000)).toEqual([]);
+  });
+
+  it("resend - a request held by a dispatcher that goes silent is sent again and answered by another", async () => {
+    const nc = await connect({ servers: nats.url });
+    let copies = 0;
+    // The dying dispatcher takes the first copy and never answers; a survivor answers the second.
+    nc.subscribe("echo.held", {
+      callback: (_err, msg) => {
+        if (++copies > 1) msg.respond(msg.data);
+      },
+    });
+    await nc.flush();
+    try {
+      const dying: DispatcherPresence = { dispatcher: "dispatcher-dying", at_ms: Date.now(), every_ms: 100 };
+      responder.publish(subjects.dispatcherPresence(dying.dispatcher), JSON.stringify(dying));
+      await responder.flush();
+      const started = Date.now();
+      const asked = bus.request("echo.held", enc("h"), { timeout: 20_000 });
+      expect(dec((await asked).data)).toBe("h");
+      expect(copies).toBe(2);
+      // Sent again once the heartbeat was missed (3 × 100 ms, checked every 500 ms), long before the deadline.
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
       await nc.close();
     }
   });

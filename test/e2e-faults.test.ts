@@ -145,7 +145,7 @@ describe("e2e faults", () => {
     expect(Math.max(...tally.latencies)).toBeLessThan(DEADLINE_MS);
   }, CHAOS ? 600_000 : 120_000);
 
-  it("fault - a dispatcher SIGKILLed with queries in flight: the other takes over; the rest fail clearly at their deadline", async () => {
+  it("fault - a dispatcher SIGKILLed with queries in flight: the other takes over, and answers what the dead one held", async () => {
     const dispatchers = stack.services.filter((s) => s.name === "dispatcher" && alive(s));
     expect(dispatchers.length).toBe(2);
     // Both share the queries (one queue group): each routed some before the kill.
@@ -171,8 +171,10 @@ describe("e2e faults", () => {
     console.log(JSON.stringify({ fault: "dispatcher SIGKILL", rate, ...s, sentAfterKill: afterKill.length, answeredAfterKill: afterKill.filter((o) => o.kind === "answered").length }));
     expect(s.sent).toBe(s.answered + s.failed);
     expect(s.hung).toBe(0);
-    // Only the queries the dead dispatcher held can fail, and only as a timeout at their deadline.
-    expect(Object.keys(s.failures).every((k) => k === "504 deadline_exceeded"), JSON.stringify(s)).toBe(true);
+    // The queries the dead dispatcher held are sent again once its heartbeat stops (libs/bus resend.ts):
+    // the survivor answers them, long before their deadline.
+    expect(s.failures, JSON.stringify(s)).toEqual({});
+    expect(s.answered).toBe(s.sent);
     expect(afterKill.length).toBeGreaterThan(0);
     expect(afterKill.filter((o) => o.kind !== "answered")).toEqual([]);
   }, CHAOS ? 300_000 : 120_000);

@@ -174,7 +174,8 @@ job "sloserve-nats" {
                     "metrics.cost",
                     "forecast.*",
                     "decision.>",
-                    "events.bus.reconnected"
+                    "events.bus.reconnected",
+                    "presence.dispatcher.*"
                   ] }
                 }
               }
@@ -213,6 +214,7 @@ job "sloserve-nats" {
                     "decision.dispatcher.*",
                     "metrics.arrivals.*",
                     "metrics.pipeline.*",
+                    "presence.dispatcher.*",
                     "registry.event.pipeline.registered.*",
                     "registry.event.pipeline.unregistered.*",
                     "$JS.API.CONSUMER.CREATE.QUERIES",
@@ -249,7 +251,8 @@ job "sloserve-nats" {
                     "metrics.worker.*",
                     "forecast.*",
                     "events.spot.*",
-                    "events.bus.reconnected"
+                    "events.bus.reconnected",
+                    "presence.dispatcher.*"
                   ] }
                 }
               }

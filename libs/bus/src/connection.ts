@@ -13,7 +13,7 @@ import {
 import { Objm, type ObjectStore } from "@nats-io/obj";
 import { streams, subjects, MODEL_BUCKET } from "@sloserve/contracts";
 import type { Logger } from "./log.js";
-import { ResendingRequester, watchReconnects, type ReconnectEvent } from "./resend.js";
+import { PresenceWatch, ResendingRequester, watchReconnects, type DispatcherPresence, type ReconnectEvent } from "./resend.js";
 
 export interface Bus {
   nc: NatsConnection;
@@ -182,6 +182,25 @@ export async function connectBus(options: BusOptions): Promise<Bus> {
         if (event.connection !== connection) requester.resendWaiting(`${String(event.name)} reconnected`);
       },
     });
+    // A dispatcher that dies holds what it had not queued yet: its silence sends them again.
+    const presence = new PresenceWatch();
+    nc.subscribe(subjects.dispatcherPresenceAll, {
+      callback: (_err, msg) => {
+        let p: DispatcherPresence;
+        try {
+          p = msg.json<DispatcherPresence>();
+        } catch {
+          return;
+        }
+        if (typeof p?.dispatcher !== "string" || typeof p.every_ms !== "number") return;
+        if (presence.heard(p, Date.now())) requester.resendWaiting(`dispatcher ${p.dispatcher} left`);
+      },
+    });
+    const watch = setInterval(() => {
+      for (const id of presence.silent(Date.now())) requester.resendWaiting(`dispatcher ${id} went silent`);
+    }, 500);
+    watch.unref();
+    void nc.closed().then(() => clearInterval(watch));
   }
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);

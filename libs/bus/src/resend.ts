@@ -173,3 +173,51 @@ export function watchReconnects(nc: NatsConnection, name: string, connection: st
     }
   })();
 }
+
+/** A dispatcher's heartbeat (`presence.dispatcher.<id>`, every `every_ms`); `leaving` on a clean stop. */
+export interface DispatcherPresence {
+  dispatcher: string;
+  at_ms: number;
+  every_ms: number;
+  leaving?: boolean;
+}
+
+/** Heartbeats a dispatcher may miss before it counts as gone. */
+export const PRESENCE_MISSED_BEATS = 3;
+
+/**
+ * The dispatchers heard from, and which went silent: a dispatcher that dies holds the queries it
+ * received and had not yet queued, and their callers would wait until their deadline. Once one misses
+ * {@link PRESENCE_MISSED_BEATS} heartbeats (or says it leaves), the requests still waiting are sent
+ * again ({@link ResendingRequester.resendWaiting}); the survivors of the queue group take them. Times
+ * are the receiver's own (a heartbeat's arrival), so the clocks of the two machines never meet.
+ */
+export class PresenceWatch {
+  private readonly lastHeard = new Map<string, { atMs: number; everyMs: number }>();
+
+  /** A heartbeat heard at `nowMs`; returns true when it says the dispatcher leaves (it is forgotten). */
+  heard(p: DispatcherPresence, nowMs: number): boolean {
+    if (p.leaving) {
+      this.lastHeard.delete(p.dispatcher);
+      return true;
+    }
+    this.lastHeard.set(p.dispatcher, { atMs: nowMs, everyMs: Math.max(1, p.every_ms) });
+    return false;
+  }
+
+  /** The dispatchers silent for more than their missed beats at `nowMs`, forgotten from now on. */
+  silent(nowMs: number): string[] {
+    const gone: string[] = [];
+    for (const [id, h] of this.lastHeard) {
+      if (nowMs - h.atMs > PRESENCE_MISSED_BEATS * h.everyMs) {
+        gone.push(id);
+        this.lastHeard.delete(id);
+      }
+    }
+    return gone;
+  }
+
+  get known(): number {
+    return this.lastHeard.size;
+  }
+}

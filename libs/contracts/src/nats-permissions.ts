@@ -95,7 +95,7 @@ function unique(list: string[]): string[] {
 const table: Record<NatsRole, NatsPermissions> = {
   frontend: {
     publish: [...setUp(), ...queries, registryRequests, ...writeModels(), ...consumers(streams.events.name), `${JS}.STREAM.MSG.GET.${streams.metrics.name}`],
-    subscribe: [INBOX, subjects.registryEvents, subjects.arrivalsAll, subjects.workerMetricsAll, subjects.costSummary, subjects.forecastAll, subjects.decisionsAll, subjects.busReconnected],
+    subscribe: [INBOX, subjects.registryEvents, subjects.arrivalsAll, subjects.workerMetricsAll, subjects.costSummary, subjects.forecastAll, subjects.decisionsAll, subjects.busReconnected, subjects.dispatcherPresenceAll],
   },
   dispatcher: {
     publish: [
@@ -107,12 +107,13 @@ const table: Record<NatsRole, NatsPermissions> = {
       subjects.decision("dispatcher", every),
       subjects.arrivals(every),
       subjects.pipelineMetrics(every),
+      subjects.dispatcherPresence(every),
       subjects.pipelineRegistered(every),
       subjects.pipelineUnregistered(every),
       ...consumers(streams.queries.name),
       ...readModels(),
     ],
-    subscribe: [INBOX, ...queries, subjects.registerPipeline, subjects.unregisterPipeline, subjects.listPipelines, subjects.registryEvents, subjects.stateAll, subjects.workerMetricsAll, subjects.forecastAll, subjects.spotNoticeAll, subjects.busReconnected],
+    subscribe: [INBOX, ...queries, subjects.registerPipeline, subjects.unregisterPipeline, subjects.listPipelines, subjects.registryEvents, subjects.stateAll, subjects.workerMetricsAll, subjects.forecastAll, subjects.spotNoticeAll, subjects.busReconnected, subjects.dispatcherPresenceAll],
   },
   registrar: {
     publish: [

@@ -73,6 +73,12 @@ export const subjects = {
    * ReconnectEvent): callers send again the requests that connection may have lost (libs/bus resend.ts).
    */
   busReconnected: "events.bus.reconnected",
+  /**
+   * A dispatcher's heartbeat, every second (core NATS, payload libs/bus DispatcherPresence): a caller
+   * sends again what it still waits for when one goes silent or leaves (libs/bus resend.ts).
+   */
+  dispatcherPresence: (dispatcher: string) => `presence.dispatcher.${dispatcher}`,
+  dispatcherPresenceAll: "presence.dispatcher.*",
 } as const;
 
 export const streams = {

@@ -1,5 +1,5 @@
 import { DISPATCHER_QUEUE, subjects } from "@sloserve/contracts";
-import { connectBus, runService, systemClock } from "@sloserve/bus";
+import { connectBus, runService, systemClock, type DispatcherPresence } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { randomBytes } from "node:crypto";
 import { ClusterView } from "./cluster.js";
@@ -54,9 +54,16 @@ await runService("dispatcher", process.env, async (log) => {
   const pipelines = new PipelineService(bus, store, pipelineRegistry, new PipelineStats(clock.now(), id), new BusStageBackend(bus, clock), log, clock);
   pipelines.start();
   await pipelineRegistry.load();
+  // Every second: arrivals, and the heartbeat whose silence makes callers send again what this held.
+  const presence = (leaving: boolean): void => {
+    const p: DispatcherPresence = { dispatcher: id, at_ms: clock.now(), every_ms: 1000, ...(leaving ? { leaving } : {}) };
+    bus.nc.publish(subjects.dispatcherPresence(id), JSON.stringify(p));
+  };
   const ticker = setInterval(() => {
     for (const report of dispatcher.tick(clock.now())) bus.nc.publish(subjects.arrivals(report.app), JSON.stringify(report));
+    presence(false);
   }, 1000);
+  presence(false);
 
   const queries = [
     bus.nc.subscribe("infer.app.*", { queue: DISPATCHER_QUEUE, callback: (_err, msg) => dispatcher.handle(msg) }),
@@ -69,6 +76,7 @@ await runService("dispatcher", process.env, async (log) => {
       clearInterval(ticker);
       pipelines.stop();
       for (const s of [...queries, ...subs]) s.unsubscribe();
+      presence(true);
       if (overflow) log.info({ ...overflow.totals, provider: functions?.stats() }, "overflow totals");
       await functions?.close();
       await metrics.close();
