@@ -31,6 +31,12 @@ export interface BackendLoadOptions {
   variant?: string;
   /** Its hardware-specific settings (TensorRT precision, NeuronCores), which the backend applies or refuses. */
   settings?: HardwareSettings;
+  /**
+   * The variant's max batch, when the backend serves one variant's queries (not a profiling job): a
+   * CPU session whose batches prove short then runs on the executor's main thread (libs/policy
+   * engine-thread.ts).
+   */
+  maxBatch?: number;
 }
 
 export interface BackendFactory {

@@ -1,5 +1,5 @@
 import { OnnxRunner } from "@sloserve/runtime";
-import { gpuSessionPlan, type GpuOffer } from "@sloserve/policy";
+import { EngineThreadChoice, gpuSessionPlan, mayRunInline, type GpuOffer } from "@sloserve/policy";
 import type { BackendFactory, ModelBackend } from "./backend.js";
 
 /**
@@ -11,7 +11,7 @@ import type { BackendFactory, ModelBackend } from "./backend.js";
 export function onnxBackend(hardware: "cpu" | "gpu", executionProviders: string[], options: { gpu?: GpuOffer } = {}): BackendFactory {
   return {
     hardware,
-    async load(bytes, { threads, variant, settings, model }): Promise<ModelBackend> {
+    async load(bytes, { threads, variant, settings, model, maxBatch }): Promise<ModelBackend> {
       let providers: ReadonlyArray<string | { name: string; deviceId?: number }> = executionProviders;
       if (options.gpu) {
         const plan = gpuSessionPlan({ name: variant ?? model, settings }, options.gpu);
@@ -21,7 +21,23 @@ export function onnxBackend(hardware: "cpu" | "gpu", executionProviders: string[
         throw new Error(`${variant ?? model} needs onnxruntime's TensorRT execution provider (${settings.tensorrt.precision}); this worker runs ${executionProviders.join(", ")} only`);
       }
       // In a worker thread: inference must not stall the worker's bus traffic (heartbeats, pulls, replies).
-      const runner = await OnnxRunner.load(bytes, { intraOpThreads: threads, executionProviders: [...providers], thread: true });
+      // A small CPU variant's session moves to the main thread once its batches prove short (libs/policy
+      // engine-thread.ts: two thread hops would cost more than the batch), and back if they grow long.
+      const choice = maxBatch !== undefined && mayRunInline(hardware, bytes.byteLength, maxBatch) ? new EngineThreadChoice(maxBatch) : undefined;
+      let runner: OnnxRunner | undefined;
+      let moving = false;
+      let moveFailed = false;
+      const onRun = (rows: number, ms: number): void => {
+        const where = choice?.observe(rows, ms);
+        if (!runner || !where || where === runner.thread || moving || moveFailed) return;
+        moving = true;
+        runner.moveTo(where).then(
+          () => (moving = false),
+          // A session that cannot move (e.g. no thread can start) stays where it is, for good.
+          () => (moveFailed = true),
+        );
+      };
+      runner = await OnnxRunner.load(bytes, { intraOpThreads: threads, executionProviders: [...providers], thread: true, movable: choice !== undefined, onRun });
       return { runBatch: (queries) => runner.runBatch(queries), release: () => runner.release() };
     },
   };

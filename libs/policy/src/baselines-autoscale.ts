@@ -8,7 +8,12 @@
  * The unit count targets the same headroom as the starting plan: units = ⌈rate / (unit qps · ρ)⌉ with
  * ρ = planned rate / (planned units · unit qps). The rate is measured over the last `windowMs`.
  * Pure: state in, state out.
+ *
+ * A unit is any configuration ({@link autoScaleUnitPlan}): the CG baselines' one replica of every model
+ * on its fastest hardware, or a Planner's configuration (InferLine §7.3's "InferLine Plan + Baseline
+ * Tune"), whose replicas are then multiplied by the unit count ({@link unitsConfig}).
  */
+import { replicaThroughputQps, scaleFactors, type Pipeline, type PipelineConfig, type ProfileSet } from "./pipeline.js";
 
 export interface AutoScaleOptions {
   /** Rate measurement window, ms. @default 10000 */
@@ -69,4 +74,26 @@ export function autoScaleStep(input: AutoScaleInput, options: AutoScaleOptions =
     return { state: { units: wanted, lowerSinceMs: null }, changed: true, reason: `${wanted} units have sufficed for ${((nowMs - since) / 1000).toFixed(0)} s: scale in` };
   }
   return { state: { ...state, lowerSinceMs: since }, changed: false, reason: `${wanted} units would suffice; waiting ${((waitMs - (nowMs - since)) / 1000).toFixed(0)} s more` };
+}
+
+/**
+ * The AutoScale plan for `units` copies of the unit `unit` provisioned for `rateQps`: unit throughput
+ * min over models of replicas·μ_m / s_m (a unit is as fast as its slowest stage), ρ = rate / capacity
+ * (at most 1). Example: a unit of 2 replicas at 20 qps each behind one at 100 qps (every query visits
+ * both) sustains 40 qps; planned for 60 qps with 2 units, ρ = 60 / 80 = 0.75.
+ */
+export function autoScaleUnitPlan(pipeline: Pipeline, profiles: ProfileSet, unit: PipelineConfig, units: number, rateQps: number): AutoScalePlan {
+  const s = scaleFactors(pipeline);
+  let unitQps = Infinity;
+  for (const m of pipeline.models) {
+    const c = unit[m];
+    if (!c) throw new Error(`unit configuration has no entry for model ${m}`);
+    unitQps = Math.min(unitQps, (c.replicas * replicaThroughputQps(profiles, m, c)) / (s[m] || 1));
+  }
+  return { unitQps, rho: Math.min(1, rateQps / (Math.max(1, units) * unitQps)) };
+}
+
+/** `units` copies of the unit configuration: every model's replicas multiplied by `units`. */
+export function unitsConfig(unit: PipelineConfig, units: number): PipelineConfig {
+  return Object.fromEntries(Object.entries(unit).map(([m, c]) => [m, { ...c, replicas: c.replicas * units }]));
 }

@@ -43,6 +43,13 @@ export const INSTANCE_PRICES: Readonly<Record<string, InstancePrice>> = {
   "p3.2xlarge": { type: "p3.2xlarge", kind: "gpu", vcpus: 8, memoryGb: 61, accelerators: 1, onDemandPerHour: 3.06, spotPerHour: 0.918 },
   "g4dn.xlarge": { type: "g4dn.xlarge", kind: "gpu", vcpus: 4, memoryGb: 16, accelerators: 1, onDemandPerHour: 0.526, spotPerHour: 0.158 },
   "inf1.xlarge": { type: "inf1.xlarge", kind: "inferentia", vcpus: 4, memoryGb: 8, accelerators: 4, onDemandPerHour: 0.228, spotPerHour: 0.068 },
+  // INFaaS §6's workers (m5.2xlarge CPU, inf1.2xlarge: one Inferentia chip, 4 NeuronCores); spot ~30%.
+  "m5.2xlarge": { type: "m5.2xlarge", kind: "cpu", vcpus: 8, memoryGb: 32, accelerators: 0, onDemandPerHour: 0.384, spotPerHour: 0.115 },
+  "inf1.2xlarge": { type: "inf1.2xlarge", kind: "inferentia", vcpus: 8, memoryGb: 16, accelerators: 4, onDemandPerHour: 0.362, spotPerHour: 0.109 },
+  // InferLine §6's cluster (8 K80s) and its non-GPU equivalent (the same 32 Broadwell vCPUs), for
+  // {@link acceleratorPerHour}; spot levels are the usual ~30% assumption.
+  "p2.8xlarge": { type: "p2.8xlarge", kind: "gpu", vcpus: 32, memoryGb: 488, accelerators: 8, onDemandPerHour: 7.2, spotPerHour: 2.16 },
+  "r4.8xlarge": { type: "r4.8xlarge", kind: "cpu", vcpus: 32, memoryGb: 244, accelerators: 0, onDemandPerHour: 2.128, spotPerHour: 0.64 },
 };
 
 export const DEFAULT_TYPE_FOR_KIND: Readonly<Record<HardwareKind, string>> = {
@@ -56,6 +63,26 @@ export function pricePerSecond(type: string, market: "on-demand" | "spot" = "on-
   const p = INSTANCE_PRICES[type];
   if (!p) throw new Error(`unknown instance type "${type}"`);
   return (market === "spot" ? p.spotPerHour : p.onDemandPerHour) / 3600;
+}
+
+/**
+ * InferLine §6's price of one accelerator: the accelerator instance's hourly price minus that of its
+ * non-accelerator equivalent (all other hardware the same), divided by its accelerators. Example:
+ * (p2.8xlarge $7.20 − r4.8xlarge $2.128) / 8 K80s = $0.634/h per K80.
+ */
+export function acceleratorPerHour(acceleratorType: string, equivalentType: string): number {
+  const a = INSTANCE_PRICES[acceleratorType];
+  const e = INSTANCE_PRICES[equivalentType];
+  if (!a || !e) throw new Error(`unknown instance type "${a ? equivalentType : acceleratorType}"`);
+  if (a.accelerators < 1) throw new Error(`instance type "${acceleratorType}" has no accelerators`);
+  return (a.onDemandPerHour - e.onDemandPerHour) / a.accelerators;
+}
+
+/** InferLine §6's price of one CPU: the instance's hourly price divided by its vCPUs (r4.8xlarge: $2.128 / 32 = $0.0665/h). */
+export function vcpuPerHour(type: string): number {
+  const p = INSTANCE_PRICES[type];
+  if (!p) throw new Error(`unknown instance type "${type}"`);
+  return p.onDemandPerHour / p.vcpus;
 }
 
 export interface Ec2BillingOptions {

@@ -46,3 +46,4 @@ export * from "./access.js";
 export * from "./interference.js";
 export * from "./hardware-settings.js";
 export * from "./input-classes.js";
+export * from "./engine-thread.js";

@@ -35,7 +35,11 @@
  * (c) **MArk SLO monitor** (§4.1, §4.4; slo-monitor.ts): per app, the weighted fraction of recent
  *     queries answered after their SLO (or not at all: errors, deadline_exceeded) is compared with
  *     1 − SLmin (SLmin 98% by default, per app in `slMinByApp`) every `sloPeriodMs` (10 s); above it,
- *     one worker of the app's kind is launched, then the monitor waits 5 periods.
+ *     one worker of the app's kind is launched, then the monitor waits 5 periods. Two additions of
+ *     ours: it launches only while queries still miss (some missed since its last period; otherwise a
+ *     "hold": the fraction remembers ~1000 queries, minutes at a low rate, and a worker launched after
+ *     a transient serves none of its misses), and while they do the plan gives back no worker of the
+ *     app's kind (as while (a) asks), so that what the monitor launched is not undone at the next tick.
  * (d) **Spot** (MArk §4.5): a worker with an interruption notice (`interruptAtMs`) leaves the rules
  *     and the plan (its capacity is going) and gets a standby at once: one on-demand worker of its kind
  *     (MArk resumes stopped burstable instances; providers without stopped instances launch one). It is
@@ -67,6 +71,7 @@
  * one kind even when several could serve it.
  */
 import { tunedBatching } from "./batch-tuning.js";
+import { merge } from "./merge.js";
 import { instancesThatFit } from "./model-autoscaler.js";
 import { planProvisioning, type ProvisioningState } from "./provisioning.js";
 import { variantLatencyMs, type VariantProfile } from "./selection.js";
@@ -177,6 +182,8 @@ export interface MachinePlanState {
   lastPlanAtMs: number | null;
   slo: Record<string, SloMonitorState>;
   lastSloAtMs: number | null;
+  /** Per app: queries that missed their SLO since the monitor's last cycle (whether the misses go on). @default {} */
+  sloMissedSinceCycle?: Record<string, number>;
   /** Lost workers already replaced, with when. */
   replaced: Record<string, number>;
   /** Noticed spot workers whose standby was launched, with when. */
@@ -281,7 +288,7 @@ const byName = (a: { name: string }, b: { name: string }): number => (a.name < b
 
 export function planMachines(input: MachinePlanContext): MachinePlanResult {
   const ctx = input.spotPrices ? { ...input, kinds: kindsAtPrices(input.kinds, input.spotPrices, input.nowMs) } : input;
-  const cfg: MachinePlanConfig = { ...DEFAULT_MACHINE_PLAN_CONFIG, ...(ctx.config ?? {}) };
+  const cfg: MachinePlanConfig = merge(DEFAULT_MACHINE_PLAN_CONFIG, ctx.config);
   const prev = ctx.state ?? emptyMachinePlanState();
   const nowMs = ctx.nowMs;
   const kindOf = ctx.kindOf ?? ((v: VariantProfile) => String(v.hardware));
@@ -394,7 +401,8 @@ export function planMachines(input: MachinePlanContext): MachinePlanResult {
   }
 
   // (a) INFaaS rules on the workers that are not going away; only terminable ones may be removed.
-  const vmViews: VmWorkerView[] = ruled.map((w) => ({ ...w, removable: terminable(w).ok }));
+  // (`{ ...w, removable }` without the spread's slow path: merge.ts)
+  const vmViews: VmWorkerView[] = ruled.map((w) => merge<VmWorkerView>(w, { removable: terminable(w).ok }));
   const vm = vmAutoscale({
     nowMs,
     workers: vmViews,
@@ -424,24 +432,48 @@ export function planMachines(input: MachinePlanContext): MachinePlanResult {
   const replacing = new Map<string, number>();
   for (const { d } of lostDecisions) replacing.set(d.kind, (replacing.get(d.kind) ?? 0) + 1);
 
-  // (c) SLO monitor: observe every tick, decide every sloPeriodMs.
+  // (c) SLO monitor: observe every tick, decide every sloPeriodMs. It acts only while queries still miss
+  // (some missed since its last cycle): its miss fraction remembers ~1000 queries, which at a low rate
+  // spans minutes after a transient has passed, and a worker launched for misses that have stopped
+  // serves none of them (the plan gives it back at its next tick). While they go on, the plan gives
+  // no worker of the app's kind back (below), so that the launch can take effect.
   const sloOpts = { decay: cfg.sloDecay, cooldownCycles: cfg.sloCooldownCycles };
   const slo: Record<string, SloMonitorState> = { ...prev.slo };
-  for (const s of ctx.slo ?? []) slo[s.app] = observeRequests(slo[s.app] ?? initialSloMonitorState, s.total, s.missed, sloOpts);
+  let sloMissed: Record<string, number> = { ...(prev.sloMissedSinceCycle ?? {}) };
+  for (const s of ctx.slo ?? []) {
+    slo[s.app] = observeRequests(slo[s.app] ?? initialSloMonitorState, s.total, s.missed, sloOpts);
+    sloMissed[s.app] = (sloMissed[s.app] ?? 0) + s.missed;
+  }
+  const sloKindOf = (app: string): string | undefined => appKind.get(app)?.kind ?? mostCommonKind(ruled, app);
+  /** Kinds of apps above 1 − SLmin whose queries still miss: the plan gives none of their workers back. */
+  const sloShort = new Map<string, string>();
+  for (const app of Object.keys(slo).sort()) {
+    const threshold = 1 - (cfg.slMinByApp[app] ?? cfg.slMin);
+    const kind = sloKindOf(app);
+    const f = slo[app]?.missFraction ?? 0;
+    if (kind !== undefined && f > threshold && (sloMissed[app] ?? 0) > 0 && !sloShort.has(kind)) sloShort.set(kind, `queries of app ${app} still miss their SLO (miss fraction ${r2(f * 100)}% > ${r2(threshold * 100)}%)`);
+  }
   const sloWants = new Map<string, string[]>();
   let lastSloAtMs = prev.lastSloAtMs;
   if (lastSloAtMs === null || nowMs - lastSloAtMs >= cfg.sloPeriodMs) {
+    const sinceS = lastSloAtMs === null ? undefined : r1((nowMs - lastSloAtMs) / 1000);
     lastSloAtMs = nowMs;
     for (const app of Object.keys(slo).sort()) {
       const slMin = cfg.slMinByApp[app] ?? cfg.slMin;
-      const d = sloMonitorTick(slo[app] ?? initialSloMonitorState, { ...sloOpts, threshold: 1 - slMin });
+      const st = slo[app] ?? initialSloMonitorState;
+      if (st.cooldownLeft <= 0 && st.missFraction > 1 - slMin && (sloMissed[app] ?? 0) === 0) {
+        decisions.push({ action: "hold", kind: sloKindOf(app) ?? "?", reason: `SLO monitor: app ${app}: miss fraction ${r2(st.missFraction * 100)}% > ${r2((1 - slMin) * 100)}%, but no query missed ${sinceS === undefined ? "yet" : `in the last ${sinceS} s`}: the misses have stopped, and a worker launched now would serve none of them` });
+        continue;
+      }
+      const d = sloMonitorTick(st, { ...sloOpts, threshold: 1 - slMin });
       slo[app] = d.state;
       if (d.launch <= 0) continue;
-      const kind = appKind.get(app)?.kind ?? mostCommonKind(ruled, app);
+      const kind = sloKindOf(app);
       const reason = `app ${app}: ${d.reason} (SLmin ${r2(slMin * 100)}%)`;
       if (kind === undefined) decisions.push({ action: "hold", kind: "?", reason: `${reason}; no kind of worker can serve it` });
       else sloWants.set(kind, [...(sloWants.get(kind) ?? []), reason]);
     }
+    sloMissed = {};
   }
 
   // (b) MArk's plan, every planPeriodMs while forecasts exist.
@@ -539,8 +571,8 @@ export function planMachines(input: MachinePlanContext): MachinePlanResult {
   for (const [kind, p] of [...planned].sort(([x], [y]) => (x < y ? -1 : 1))) {
     if (p.destroys.length === 0) continue;
     const blocked = infaasAdd.has(kind) || infaasHold.has(kind) || launchedKinds.has(kind);
-    if (blocked) {
-      decisions.push({ action: "hold", kind, reason: `the predictive plan would give back ${p.destroys.length} ${kind} worker(s), but the kind needs capacity now` });
+    if (blocked || sloShort.has(kind)) {
+      decisions.push({ action: "hold", kind, reason: `the predictive plan would give back ${p.destroys.length} ${kind} worker(s), but ${blocked ? "the kind needs capacity now" : (sloShort.get(kind) ?? "")}` });
       continue;
     }
     if (!forecastKinds.has(kind)) {
@@ -575,7 +607,7 @@ export function planMachines(input: MachinePlanContext): MachinePlanResult {
     if (!g.ok) decisions.push({ action: "hold", kind: w.kind, worker: w.name, reason: `idle for ${r1((nowMs - since) / 1000)} s (≥ ${idleMs / 1000} s), but ${g.why}` });
   }
 
-  return { decisions, state: { vm: vm.state, provisioning, lastPlanAtMs, slo, lastSloAtMs, replaced, noticed, failedBootAtMs } };
+  return { decisions, state: { vm: vm.state, provisioning, lastPlanAtMs, slo, lastSloAtMs, sloMissedSinceCycle: sloMissed, replaced, noticed, failedBootAtMs } };
 }
 
 /** The kind of most of the workers that run an app, if any. */

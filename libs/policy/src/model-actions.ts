@@ -59,6 +59,7 @@
  */
 import { modelAutoscale, type InstanceChange, type ModelAutoscalerConfig, type ModelAutoscalerState, type ModelScalingDecision, type RunningVariant } from "./model-autoscaler.js";
 import { planMigrations, type InterferenceConfig, type InterferenceMemory, type MigrationDecision } from "./interference.js";
+import { copy, merge } from "./merge.js";
 import { chooseWorker, type WorkerView } from "./placement.js";
 import type { VariantProfile } from "./selection.js";
 import { DEFAULT_VARIANT_STATE_CONFIG } from "./variant-state.js";
@@ -246,9 +247,9 @@ interface View {
 
 const r2 = (x: number): number => Math.round(x * 100) / 100;
 
-/** `{ ...free, [kind]: Infinity }` (without the literal's slow computed key: this runs per worker per tick). */
+/** `{ ...free, [kind]: Infinity }` (without the spread's slow path, merge.ts: this runs per worker per tick). */
 function withKind(free: Readonly<Record<string, number>>, kind: string): Record<string, number> {
-  const out = { ...free };
+  const out: Record<string, number> = copy(free);
   out[kind] = Infinity;
   return out;
 }
@@ -293,17 +294,53 @@ function asScaledVariant(v: VariantProfile, kind: string): VariantProfile {
   return scaled;
 }
 
+/**
+ * What planModelActions derives from the catalog each tick (profiles by name, the step-4 views of the
+ * variants, the candidates of the kinds there are), kept from one call to the next while the catalog
+ * holds the same variants, each unchanged (`asScaledVariant` checks), the same `kindOf` and the same
+ * kinds: the simulator passes one catalog every tick.
+ */
+interface CatalogViews {
+  profiles: Map<string, VariantProfile>;
+  asScaled: Map<string, VariantProfile>;
+  candidates: VariantProfile[];
+}
+interface CatalogMemo extends CatalogViews {
+  kindOf: (v: VariantProfile) => string;
+  variants: VariantProfile[];
+  scaled: VariantProfile[];
+  kinds: string[];
+}
+const hardwareKind = (v: VariantProfile): string => String(v.hardware);
+const catalogMemo = new WeakMap<readonly VariantProfile[], CatalogMemo>();
+function catalogViews(catalog: readonly VariantProfile[], kindOf: (v: VariantProfile) => string, workers: readonly WorkerRuns[], launchable: readonly string[]): CatalogViews {
+  const kinds = [...new Set([...workers.map((w) => w.kind), ...launchable])].sort();
+  const memo = catalogMemo.get(catalog);
+  if (memo !== undefined && memo.kindOf === kindOf && memo.variants.length === catalog.length && memo.kinds.length === kinds.length && kinds.every((k, i) => memo.kinds[i] === k)) {
+    let same = true;
+    for (let i = 0; i < catalog.length && same; i++) {
+      const v = catalog[i] as VariantProfile;
+      same = memo.variants[i] === v && asScaledVariant(v, kindOf(v)) === memo.scaled[i];
+    }
+    if (same) return memo;
+  }
+  const profiles = new Map(catalog.map((v) => [v.name, v]));
+  const scaled = catalog.map((v) => asScaledVariant(v, kindOf(v)));
+  const asScaled = new Map(catalog.map((v, i) => [v.name, scaled[i] as VariantProfile]));
+  const kindSet = new Set(kinds);
+  const candidates = [...asScaled.values()].filter((v) => kindSet.has(kindOf(v)));
+  catalogMemo.set(catalog, { kindOf, variants: [...catalog], scaled, kinds, profiles, asScaled, candidates });
+  return { profiles, asScaled, candidates };
+}
+
 export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
-  const cfg: ModelActionsConfig = { ...DEFAULT_MODEL_ACTIONS_CONFIG, ...(ctx.config ?? {}) };
+  const cfg: ModelActionsConfig = merge(DEFAULT_MODEL_ACTIONS_CONFIG, ctx.config);
   const prev = ctx.state ?? emptyModelActionsState();
   const nowMs = ctx.nowMs;
-  const kindOf = ctx.kindOf ?? ((v: VariantProfile) => String(v.hardware));
-  const profiles = new Map(ctx.catalog.map((v) => [v.name, v]));
+  const kindOf = ctx.kindOf ?? hardwareKind;
   // The autoscaler sees each variant needing one unit of its kind (workers offer unlimited units of theirs).
-  const asScaled = new Map(ctx.catalog.map((v) => [v.name, asScaledVariant(v, kindOf(v))]));
   const workers = [...ctx.workers].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const kinds = new Set([...workers.map((w) => w.kind), ...(ctx.launchableKinds ?? [])]);
-  const candidates = [...asScaled.values()].filter((v) => kinds.has(kindOf(v)));
+  const { profiles, asScaled, candidates } = catalogViews(ctx.catalog, kindOf, workers, ctx.launchableKinds ?? []);
   const views = new Map<string, View>();
   for (const w of workers) {
     const runs = new Map<string, { ready: number; loading: number }>();
@@ -335,13 +372,16 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
   for (const w of workers) {
     const before = prev.arrivals[w.name] ?? [];
     const last = before[before.length - 1];
-    const samples = [...before];
+    // (those of the window, in order, then the new one if it is in the window: one array per worker)
+    const samples: ArrivalSample[] = [];
+    for (const s of before) if (s.seenAtMs > nowMs - cfg.loadWindowMs) samples.push(s);
     if (!last || w.atMs > last.atMs) {
       const qps: Record<string, number> = {};
       for (const [v, r] of Object.entries(w.variants)) if (r.arrivalsQps > 0) qps[v] = r.arrivalsQps;
-      samples.push({ atMs: w.atMs, seenAtMs: w.seenAtMs, ms: last ? Math.min(w.atMs - last.atMs, cfg.loadWindowMs) : cfg.periodMs, qps });
+      const sample = { atMs: w.atMs, seenAtMs: w.seenAtMs, ms: last ? Math.min(w.atMs - last.atMs, cfg.loadWindowMs) : cfg.periodMs, qps };
+      if (sample.seenAtMs > nowMs - cfg.loadWindowMs) samples.push(sample);
     }
-    arrivals[w.name] = samples.filter((s) => s.seenAtMs > nowMs - cfg.loadWindowMs);
+    arrivals[w.name] = samples;
   }
 
   // 2. Commands in flight: drop those the worker shows (or had the time to show), count the others.
@@ -506,6 +546,19 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
       const where = s.added.map((a) => `${a.worker} ×${a.count}`).join(", ");
       const rm = s.remove.map((r) => `${r.variant} ×${r.count}`).join(", ");
       actions.push({ kind: "decision", worker: w.name, decision: { action: "hold", worker: w.name, model, reason: `${s.why}: waiting for the new ${s.variant} (${where}) to be ready${rm ? ` before unloading ${rm}` : ""}` } });
+    }
+    // A worker that runs nothing the autoscaler may scale: its answer is known (no decision, no memory).
+    let scalable = false;
+    for (const [name, r] of view.runs) {
+      const p = asScaled.get(name);
+      if (p && !held.has(p.model) && r.ready + r.loading > 0) {
+        scalable = true;
+        break;
+      }
+    }
+    if (!scalable) {
+      autoscalerState[w.name] = { downSinceMs: {} };
+      continue;
     }
     const load = windowedArrivalsQps(arrivals[w.name] ?? []);
     const modelLoad = new Map<string, number>();

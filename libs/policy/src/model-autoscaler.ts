@@ -32,6 +32,7 @@
  * Caveat: INFaaS measures load per worker, so a model served on several workers is scaled by each
  * worker for the load it sees; the controller must hand each worker its share.
  */
+import { merge } from "./merge.js";
 import { variantLatencyMs, type VariantProfile } from "./selection.js";
 
 export interface ModelAutoscalerConfig {
@@ -138,7 +139,7 @@ interface Option {
 }
 
 export function modelAutoscale(ctx: ModelAutoscalerContext): ModelAutoscalerResult {
-  const cfg: ModelAutoscalerConfig = { ...DEFAULT_MODEL_AUTOSCALER_CONFIG, ...(ctx.config ?? {}) };
+  const cfg: ModelAutoscalerConfig = merge(DEFAULT_MODEL_AUTOSCALER_CONFIG, ctx.config);
   const prev = ctx.state?.downSinceMs ?? {};
   const downSinceMs: Record<string, number> = {};
   const decisions: ModelScalingDecision[] = [];
@@ -153,12 +154,26 @@ export function modelAutoscale(ctx: ModelAutoscalerContext): ModelAutoscalerResu
   const w = ctx.worker.name;
   for (const [model, running] of [...byModel.entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
     const slo = ctx.sloMsByModel[model] ?? Infinity;
-    const load = running.reduce((s, r) => s + r.loadQps, 0);
-    const capacity = running.reduce((s, r) => s + (r.instances + r.loading) * r.variant.peakQps, 0);
-    const instances = running.reduce((s, r) => s + r.instances + r.loading, 0);
-    const loading = running.some((r) => r.loading > 0);
+    // (one pass, each sum in the order a reduce would take)
+    let load = 0;
+    let capacity = 0;
+    let instances = 0;
+    let loading = false;
+    for (const r of running) {
+      load = load + r.loadQps;
+      capacity = capacity + (r.instances + r.loading) * r.variant.peakQps;
+      instances = instances + r.instances + r.loading;
+      if (r.loading > 0) loading = true;
+    }
     const required = load * cfg.slack;
     const headroom = load > 0 ? capacity / load : Infinity;
+    if (capacity < required && loading) {
+      decisions.push({ action: "hold", worker: w, model, reason: `headroom ${r2(headroom)} < slack ${cfg.slack}, but an instance is loading (capacity ${r2(capacity)} QPS counts it)` });
+      continue;
+    }
+    // No scale-down while an instance is loading: the capacity counts it already, and removing a
+    // serving instance for one that may fail to load is a gamble.
+    if (loading) continue;
     const runningNames = new Set(running.map((r) => r.variant.name));
     const floorOf = (r: RunningVariant): number => ctx.minInstancesByVariant?.[r.variant.name] ?? 0;
     const pinned = running.some((r) => floorOf(r) > 0);
@@ -169,10 +184,6 @@ export function modelAutoscale(ctx: ModelAutoscalerContext): ModelAutoscalerResu
     const runningCost = running.reduce((s, r) => s + scalingCost(r.variant, -(r.instances + r.loading), cfg.lambdaPerS), 0);
 
     if (capacity < required) {
-      if (loading) {
-        decisions.push({ action: "hold", worker: w, model, reason: `headroom ${r2(headroom)} < slack ${cfg.slack}, but an instance is loading (capacity ${r2(capacity)} QPS counts it)` });
-        continue;
-      }
       const options: Option[] = [];
       for (const r of running) {
         // Constraint (2): new instances must meet the SLO, replicas included.
@@ -197,24 +208,20 @@ export function modelAutoscale(ctx: ModelAutoscalerContext): ModelAutoscalerResu
       continue;
     }
 
-    // Scale down: remove one instance, or downgrade. Not while an instance is loading: the capacity
-    // counts it already, and removing a serving instance for one that may fail to load is a gamble.
-    if (loading) continue;
+    // Scale down: remove one instance, or downgrade (nothing is loading here).
     const options: Option[] = [];
     for (const r of running) {
       if (r.instances <= 0 || instances - 1 < cfg.minInstances || r.instances - 1 < floorOf(r)) continue;
       if (capacity - r.variant.peakQps < required) continue;
       options.push({ kind: "remove", variant: r.variant, count: 1, remove: [{ variant: r.variant.name, count: 1 }], cost: scalingCost(r.variant, -1, cfg.lambdaPerS), waitMs: r.variant.loadLatencyMs, why: `remove one ${r.variant.name}` });
     }
-    if (!loading) {
-      for (const u of candidates) {
-        const n = Math.max(cfg.minInstances, Math.ceil(required / u.peakQps - 1e-9));
-        const cost = scalingCost(u, n, cfg.lambdaPerS) + runningCost;
-        if (!(cost < 0) || n * u.pricePerS >= running.reduce((s, r) => s + (r.instances + r.loading) * r.variant.pricePerS, 0)) continue;
-        if (instancesThatFit(u, free) < n) continue;
-        const waitMs = Math.max(...running.map((r) => r.variant.loadLatencyMs));
-        options.push({ kind: "downgrade", variant: u, count: n, remove: removeAll, cost, waitMs, why: `downgrade to ${u.name} ×${n}` });
-      }
+    for (const u of candidates) {
+      const n = Math.max(cfg.minInstances, Math.ceil(required / u.peakQps - 1e-9));
+      const cost = scalingCost(u, n, cfg.lambdaPerS) + runningCost;
+      if (!(cost < 0) || n * u.pricePerS >= running.reduce((s, r) => s + (r.instances + r.loading) * r.variant.pricePerS, 0)) continue;
+      if (instancesThatFit(u, free) < n) continue;
+      const waitMs = Math.max(...running.map((r) => r.variant.loadLatencyMs));
+      options.push({ kind: "downgrade", variant: u, count: n, remove: removeAll, cost, waitMs, why: `downgrade to ${u.name} ×${n}` });
     }
     const best = pick(options);
     if (!best) continue;

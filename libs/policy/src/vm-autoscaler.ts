@@ -22,6 +22,7 @@
  *
  * Pure: `vmAutoscale(ctx) -> { decisions, state }`; the per-worker idle clocks are carried in `state`.
  */
+import { merge } from "./merge.js";
 
 export interface VmAutoscalerConfig {
   /** @default 0.8 */
@@ -110,7 +111,7 @@ export interface VmAutoscalerResult {
 const pct = (x: number): string => `${Math.round(x * 100)}%`;
 
 export function vmAutoscale(ctx: VmAutoscalerContext): VmAutoscalerResult {
-  const cfg: VmAutoscalerConfig = { ...DEFAULT_VM_AUTOSCALER_CONFIG, ...(ctx.config ?? {}) };
+  const cfg: VmAutoscalerConfig = merge(DEFAULT_VM_AUTOSCALER_CONFIG, ctx.config);
   const decisions: VmScalingDecision[] = [];
   const prevIdle = ctx.state?.idleSinceMs ?? {};
   const idleSinceMs: Record<string, number> = {};

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_TYPE_FOR_KIND, ec2Cost, lambdaCost, pricePerSecond } from "../src/index.js";
+import { DEFAULT_TYPE_FOR_KIND, acceleratorPerHour, ec2Cost, lambdaCost, pricePerSecond, vcpuPerHour } from "../src/index.js";
 
 describe("costs", () => {
   const ec2 = [
@@ -25,6 +25,25 @@ describe("costs", () => {
     expect(pricePerSecond("c5.large", "spot")).toBeCloseTo(0.03 / 3600, 12);
     expect(DEFAULT_TYPE_FOR_KIND).toEqual({ cpu: "c5.xlarge", gpu: "p3.2xlarge", inferentia: "inf1.xlarge" });
     expect(() => pricePerSecond("x9.huge")).toThrow('unknown instance type "x9.huge"');
+  });
+
+  const perDevice = [
+    // InferLine §6: (p2.8xlarge $7.20 − r4.8xlarge $2.128) / 8 K80s
+    { name: "K80 from p2.8xlarge minus r4.8xlarge", got: () => acceleratorPerHour("p2.8xlarge", "r4.8xlarge"), want: 0.634 },
+    { name: "one vCPU of r4.8xlarge", got: () => vcpuPerHour("r4.8xlarge"), want: 2.128 / 32 },
+    { name: "one vCPU of c5.xlarge", got: () => vcpuPerHour("c5.xlarge"), want: 0.17 / 4 },
+  ];
+  for (const c of perDevice) {
+    it(`costs - InferLine §6 price of ${c.name}`, () => {
+      expect(c.got()).toBeCloseTo(c.want, 12);
+    });
+  }
+
+  it("costs - InferLine §6 prices name the unknown or accelerator-less type", () => {
+    expect(() => acceleratorPerHour("p9.huge", "r4.8xlarge")).toThrow('unknown instance type "p9.huge"');
+    expect(() => acceleratorPerHour("p2.8xlarge", "r9.huge")).toThrow('unknown instance type "r9.huge"');
+    expect(() => acceleratorPerHour("r4.8xlarge", "c5.xlarge")).toThrow('instance type "r4.8xlarge" has no accelerators');
+    expect(() => vcpuPerHour("x9.huge")).toThrow('unknown instance type "x9.huge"');
   });
 
   it("costs - Lambda per request and per GB-second", () => {

@@ -70,23 +70,43 @@ function fromOrt(name: string, spec: TensorSpec | undefined, t: ort.Tensor): Ten
   return { name, datatype, shape: [...t.dims], data: t.data as Tensor["data"] };
 }
 
-/** Runs one set of feeds; outputs come back in signature order. */
+/** One run's outputs (in signature order) and onnxruntime's own time for it, ms (without the thread hops). */
+interface EngineRun {
+  outputs: Tensor[];
+  ms: number;
+}
+
+/** Runs one set of feeds. */
 interface Engine {
   signature: ModelSignature;
   /** `owned`: the caller no longer needs the inputs' buffers (the engine may take them instead of copying). */
-  run(inputs: readonly Tensor[], owned?: boolean): Promise<Tensor[]>;
+  run(inputs: readonly Tensor[], owned?: boolean): Promise<EngineRun>;
   release(): Promise<void>;
 }
 
-/** The session on the calling thread. */
+/** Where a runner's session runs: the calling thread ("inline") or a worker thread of its own ("thread"). */
+export type SessionThread = "inline" | "thread";
+
+/** The session on the calling thread: no copies, no hops, but inference blocks the caller's event loop. */
 class InProcessEngine implements Engine {
   constructor(private readonly session: ort.InferenceSession, readonly signature: ModelSignature) {}
 
-  async run(inputs: readonly Tensor[]): Promise<Tensor[]> {
+  static async start(bytes: Uint8Array, options: RunnerOptions): Promise<InProcessEngine> {
+    const session = await createSession(bytes, options);
+    return new InProcessEngine(session, { inputs: session.inputMetadata.map((m) => specOf(m, "input")), outputs: session.outputMetadata.map((m) => specOf(m, "output")) });
+  }
+
+  async run(inputs: readonly Tensor[]): Promise<EngineRun> {
     const feeds: Record<string, ort.Tensor> = {};
     for (const t of inputs) feeds[t.name] = toOrt(t);
+    // onnxruntime-node runs the session in a setImmediate callback of its own, queued by run(): the
+    // one queued just before it starts the clock, so that the time excludes the event-loop turn
+    // (other I/O) run() waits for.
+    let started = performance.now();
+    setImmediate(() => (started = performance.now()));
     const results = await this.session.run(feeds);
-    return this.signature.outputs.map((spec) => fromOrt(spec.name, spec, results[spec.name] as ort.Tensor));
+    const ms = performance.now() - started;
+    return { outputs: this.signature.outputs.map((spec) => fromOrt(spec.name, spec, results[spec.name] as ort.Tensor)), ms };
   }
 
   release(): Promise<void> {
@@ -94,19 +114,21 @@ class InProcessEngine implements Engine {
   }
 }
 
-/** The session in a worker thread (ort-thread.mjs); inputs are copied in, outputs transferred back. */
+type ThreadResult = { type: string; id?: number; outputs?: Array<{ name: string; shape: number[]; data: Tensor["data"] }>; ms?: number; error?: string };
+
+/** The session in a worker thread (ort-thread.mjs); inputs are copied in (or transferred when owned), outputs transferred back. */
 class ThreadEngine implements Engine {
   private nextId = 0;
-  private readonly waiting = new Map<number, { resolve: (t: Tensor[]) => void; reject: (e: Error) => void }>();
+  private readonly waiting = new Map<number, { resolve: (r: EngineRun) => void; reject: (e: Error) => void }>();
 
   private constructor(private readonly thread: Worker, readonly signature: ModelSignature) {
-    thread.on("message", (msg: { type: string; id?: number; outputs?: Array<{ name: string; shape: number[]; data: Tensor["data"] }>; error?: string }) => {
+    thread.on("message", (msg: ThreadResult) => {
       if (msg.type !== "result" || msg.id === undefined) return;
       const w = this.waiting.get(msg.id);
       if (!w) return;
       this.waiting.delete(msg.id);
       if (msg.error !== undefined) w.reject(new Error(msg.error));
-      else w.resolve((msg.outputs ?? []).map((o, i) => ({ name: o.name, datatype: this.signature.outputs[i]?.datatype ?? "FP32", shape: o.shape, data: o.data })));
+      else w.resolve({ outputs: (msg.outputs ?? []).map((o, i) => ({ name: o.name, datatype: this.signature.outputs[i]?.datatype ?? "FP32", shape: o.shape, data: o.data })), ms: msg.ms ?? 0 });
     });
     thread.on("error", (err) => this.failAll(err));
     thread.on("exit", (code) => this.failAll(new Error(`inference thread exited (code ${code})`)));
@@ -135,7 +157,7 @@ class ThreadEngine implements Engine {
     return new ThreadEngine(thread, { inputs: ready.inputs.map((m) => specOf(m, "input")), outputs: ready.outputs.map((m) => specOf(m, "output")) });
   }
 
-  run(inputs: readonly Tensor[], owned = false): Promise<Tensor[]> {
+  run(inputs: readonly Tensor[], owned = false): Promise<EngineRun> {
     const id = this.nextId++;
     // Inputs may be views into a large network buffer: each is copied into its own buffer and the
     // copy handed over without a second copy. Owned inputs (a batch concatenated for this run) that
@@ -163,6 +185,35 @@ class ThreadEngine implements Engine {
   }
 }
 
+/** An engine and the runs it has in flight: one that is replaced ({@link OnnxRunner.moveTo}) is released once they end. */
+class EngineSlot {
+  active = 0;
+  retired = false;
+  private released: Promise<void> | undefined;
+
+  constructor(readonly engine: Engine, readonly thread: SessionThread) {}
+
+  async run(inputs: readonly Tensor[], owned: boolean): Promise<EngineRun> {
+    this.active++;
+    try {
+      return await this.engine.run(inputs, owned);
+    } finally {
+      this.active--;
+      if (this.retired && this.active === 0) void this.release();
+    }
+  }
+
+  release(): Promise<void> {
+    this.released ??= this.engine.release();
+    return this.released;
+  }
+
+  retire(): Promise<void> {
+    this.retired = true;
+    return this.active === 0 ? this.release() : Promise.resolve();
+  }
+}
+
 function sessionOptions(options: RunnerOptions): ort.InferenceSession.SessionOptions {
   return {
     intraOpNumThreads: options.intraOpThreads ?? 1,
@@ -172,39 +223,89 @@ function sessionOptions(options: RunnerOptions): ort.InferenceSession.SessionOpt
   };
 }
 
+export interface LoadOptions extends RunnerOptions {
+  /** Where the session starts: in a worker thread (what an executor wants: inference does not block its event loop) or on the calling thread. @default false (calling thread) */
+  thread?: boolean;
+  /** Keep the model's bytes so that {@link OnnxRunner.moveTo} can open the session on the other side later. @default false */
+  movable?: boolean;
+  /** Called after each run of the session with its rows (first dimension of its first input) and onnxruntime's own time for it, ms (no thread hops). */
+  onRun?: (rows: number, ms: number) => void;
+}
+
 export class OnnxRunner {
+  private slot: EngineSlot;
+  private moving: Promise<void> | undefined;
+  private released = false;
+
   private constructor(
-    private readonly engine: Engine,
+    engine: Engine,
+    thread: SessionThread,
     /** True when every input and output has a dynamic first dimension, so queries can be concatenated. */
     readonly batchable: boolean,
-  ) {}
+    private readonly options: LoadOptions,
+    /** The model, kept only when the session may move. */
+    private readonly bytes: Uint8Array | undefined,
+  ) {
+    this.slot = new EngineSlot(engine, thread);
+  }
 
   get signature(): ModelSignature {
-    return this.engine.signature;
+    return this.slot.engine.signature;
+  }
+
+  /** Where the session runs now. */
+  get thread(): SessionThread {
+    return this.slot.thread;
   }
 
   /**
    * Loads a model. With `thread: true` the session lives in a worker thread, so that inference does
    * not block the caller's event loop (what an executor wants); otherwise on the calling thread.
    */
-  static async load(bytes: Uint8Array, options: RunnerOptions & { thread?: boolean } = {}): Promise<OnnxRunner> {
-    let engine: Engine;
-    if (options.thread) engine = await ThreadEngine.start(bytes, options);
-    else {
-      const session = await createSession(bytes, options);
-      engine = new InProcessEngine(session, { inputs: session.inputMetadata.map((m) => specOf(m, "input")), outputs: session.outputMetadata.map((m) => specOf(m, "output")) });
-    }
+  static async load(bytes: Uint8Array, options: LoadOptions = {}): Promise<OnnxRunner> {
+    const thread: SessionThread = options.thread ? "thread" : "inline";
+    const engine = thread === "thread" ? await ThreadEngine.start(bytes, options) : await InProcessEngine.start(bytes, options);
     const batchable = [...engine.signature.inputs, ...engine.signature.outputs].every((s) => s.shape.length > 0 && s.shape[0] === -1);
-    return new OnnxRunner(engine, batchable);
+    return new OnnxRunner(engine, thread, batchable, options, options.movable ? bytes : undefined);
+  }
+
+  /**
+   * Opens the session on the other side (`inline` or `thread`, needs `movable`) and sends the next
+   * runs there; runs in flight end where they started, and the old session is released after them.
+   * One move at a time: a call while one is under way waits for it (and then moves if still needed).
+   */
+  async moveTo(where: SessionThread): Promise<void> {
+    while (this.moving) await this.moving.catch(() => undefined);
+    if (where === this.slot.thread || this.released) return;
+    const bytes = this.bytes;
+    if (!bytes) throw new Error("this runner was loaded without `movable`: its session cannot move");
+    this.moving = (async () => {
+      const engine = where === "thread" ? await ThreadEngine.start(bytes, this.options) : await InProcessEngine.start(bytes, this.options);
+      if (this.released) return engine.release();
+      const old = this.slot;
+      this.slot = new EngineSlot(engine, where);
+      await old.retire();
+    })().finally(() => {
+      this.moving = undefined;
+    });
+    await this.moving;
   }
 
   async release(): Promise<void> {
-    await this.engine.release();
+    this.released = true;
+    while (this.moving) await this.moving.catch(() => undefined);
+    await this.slot.release();
+  }
+
+  private async run(feeds: readonly Tensor[], owned: boolean): Promise<Tensor[]> {
+    const { outputs, ms } = await this.slot.run(feeds, owned);
+    this.options.onRun?.(feeds[0]?.shape[0] ?? 1, ms);
+    return outputs;
   }
 
   /** Runs one query (its own inputs) and returns its outputs. */
   runOne(inputs: readonly Tensor[]): Promise<Tensor[]> {
-    return this.engine.run(inputs);
+    return this.run(inputs, false);
   }
 
   /**
@@ -212,7 +313,7 @@ export class OnnxRunner {
    * trailing dimensions), otherwise one by one. Returns each query's outputs, in order.
    */
   async runBatch(queries: ReadonlyArray<readonly Tensor[]>): Promise<Tensor[][]> {
-    return runConcatenated(queries, this.signature.inputs, this.batchable, (feeds, owned) => this.engine.run(feeds, owned));
+    return runConcatenated(queries, this.signature.inputs, this.batchable, (feeds, owned) => this.run(feeds, owned));
   }
 }
 

@@ -26,16 +26,18 @@ parentPort.on("message", async (msg) => {
   try {
     const feeds = {};
     for (const t of msg.inputs) feeds[t.name] = new ort.Tensor(ortTypes[t.datatype], t.data, t.shape);
+    const started = performance.now();
     const results = await session.run(feeds);
+    const ms = performance.now() - started;
     const outputs = msg.outputNames.map((name) => {
       const r = results[name];
       return { name, shape: [...r.dims], data: r.data };
     });
     const transfer = [...new Set(outputs.map((o) => o.data.buffer))];
     try {
-      parentPort.postMessage({ type: "result", id: msg.id, outputs }, transfer);
+      parentPort.postMessage({ type: "result", id: msg.id, outputs, ms }, transfer);
     } catch {
-      parentPort.postMessage({ type: "result", id: msg.id, outputs });
+      parentPort.postMessage({ type: "result", id: msg.id, outputs, ms });
     }
   } catch (err) {
     parentPort.postMessage({ type: "result", id: msg.id, error: err instanceof Error ? err.message : String(err) });

@@ -30,6 +30,46 @@ describe("runtime", () => {
     }
   });
 
+  it("runtime - a movable session moves inline and back with batches in flight, answering the same; each run is reported", async () => {
+    const runs: Array<{ rows: number; ms: number }> = [];
+    const runner = await OnnxRunner.load(model, { thread: true, movable: true, onRun: (rows, ms) => runs.push({ rows, ms }) });
+    const local = await OnnxRunner.load(model);
+    try {
+      const queries = [[input(1, 1)], [input(2, 2)]];
+      const want = (await local.runBatch(queries)).map((q) => Array.from(q[0]!.data as Float32Array));
+      const answers = (r: Tensor[][]): number[][] => r.map((q) => Array.from(q[0]!.data as Float32Array));
+      expect(runner.thread).toBe("thread");
+      expect(answers(await runner.runBatch(queries))).toEqual(want);
+      // One concatenated run of 3 rows, timed.
+      expect(runs).toHaveLength(1);
+      expect(runs[0]!.rows).toBe(3);
+      expect(runs[0]!.ms).toBeGreaterThan(0);
+      // A batch started in the thread ends there while the session moves inline.
+      const inFlight = runner.runBatch(queries);
+      await runner.moveTo("inline");
+      expect(runner.thread).toBe("inline");
+      expect(answers(await inFlight)).toEqual(want);
+      expect(answers(await runner.runBatch(queries))).toEqual(want);
+      await runner.moveTo("inline"); // already there: nothing to do
+      await runner.moveTo("thread");
+      expect(runner.thread).toBe("thread");
+      expect(answers(await runner.runBatch(queries))).toEqual(want);
+      expect(runs).toHaveLength(4);
+    } finally {
+      await runner.release();
+      await local.release();
+    }
+    // Released: it moves no more.
+    await runner.moveTo("inline");
+    expect(runner.thread).toBe("thread");
+    const fixed = await OnnxRunner.load(model, { thread: true });
+    try {
+      await expect(fixed.moveTo("inline")).rejects.toThrow(/movable/);
+    } finally {
+      await fixed.release();
+    }
+  });
+
   it("runtime - a model onnxruntime cannot load is refused with invalid_model, in a thread too", async () => {
     await expect(OnnxRunner.load(new TextEncoder().encode("garbage"), { thread: true })).rejects.toMatchObject({ code: "invalid_model" });
     await expect(OnnxRunner.load(new TextEncoder().encode("garbage"))).rejects.toMatchObject({ code: "invalid_model" });

@@ -90,6 +90,7 @@ async function main(argv: string[]): Promise<void> {
   };
   const outDir = resolve(values.out ?? "reports");
   const options: ScenarioOptions = { seed: num("seed", values.seed) ?? 1 };
+  options.readDataFile = (name) => readFileSync(fileURLToPath(new URL(`../data/${name}`, import.meta.url)), "utf8");
   const peak = num("peak-qps", values["peak-qps"]);
   const duration = num("duration-s", values["duration-s"]);
   if (peak !== undefined) options.peakQps = peak;

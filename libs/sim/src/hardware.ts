@@ -17,7 +17,7 @@
  * size, and a concurrency chosen so that the replica's saturation throughput matches the profiled peak
  * QPS when the peak exceeds batch / latency (a pipelined accelerator).
  */
-import { pricePerSecond, type VariantProfile } from "@sloserve/policy";
+import { acceleratorPerHour, vcpuPerHour, type VariantProfile } from "@sloserve/policy";
 import type { ReplicaOptions } from "./entities.js";
 
 /** INFaaS Table 2 (cost in normalised units per second). */
@@ -117,8 +117,8 @@ export const MARK_TABLE2: Readonly<Record<string, { ec2: [number, number]; ecs: 
 /** InferLine §6 profile numbers that survive extraction. */
 export const INFERLINE_PROFILES = {
   resnet152: { cpuQps: 0.6, k80Qps: 50.6, k80BestBatch: 32 },
-  /** Instance types standing for InferLine's hardware: K80 → p2.xlarge, CPU → c5.xlarge. */
-  pricePerS: { k80: pricePerSecond("p2.xlarge"), cpu: pricePerSecond("c5.xlarge") },
+  /** InferLine §6's cost model: a K80 is (p2.8xlarge − r4.8xlarge) / 8 GPUs, a CPU one vCPU of r4.8xlarge. */
+  pricePerS: { k80: acceleratorPerHour("p2.8xlarge", "r4.8xlarge") / 3600, cpu: vcpuPerHour("r4.8xlarge") / 3600 },
 } as const;
 
 /** One record of our profiler's output. */

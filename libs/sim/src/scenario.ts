@@ -61,6 +61,11 @@ export interface ScenarioOptions {
    * forecaster uses; a `module:` one is loaded by the CLI). @default auto
    */
   predictor?: Predictor;
+  /**
+   * Reads a file of libs/sim/data by name (the CLI passes one; tests pass their own), for scenarios
+   * that replay several bundled traces (inferline-real-traces), which stay pure.
+   */
+  readDataFile?: (name: string) => string;
 }
 
 export interface Scenario {

@@ -96,6 +96,14 @@ export class ClusterView {
     return this.workers.get(worker)?.report.variants.find((v) => v.variant === variant)?.arrivals ?? 0;
   }
 
+  /** Instances of a variant per state, counted in one pass (the query path reads four of them). */
+  counts(variant: string): Record<"active" | "overloaded" | "interfered" | "loading", number> {
+    const n = { active: 0, overloaded: 0, interfered: 0, loading: 0 };
+    const byWorker = this.instances.get(variant);
+    if (byWorker) for (const s of byWorker.values()) if (s === "active" || s === "overloaded" || s === "interfered" || s === "loading") n[s]++;
+    return n;
+  }
+
   count(variant: string, state: VariantState): number {
     let n = 0;
     for (const s of this.instances.get(variant)?.values() ?? []) if (s === state) n++;

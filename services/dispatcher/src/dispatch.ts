@@ -46,6 +46,7 @@ import type { ArrivalCounter } from "./arrivals.js";
 import type { OverflowPath } from "./overflow.js";
 import type { DispatcherMetrics } from "./metrics.js";
 import { publishUntil, type PublishGaveUp } from "./publish-retry.js";
+import { AckedPublisher } from "./queue-publisher.js";
 
 /** How often a rescue looks again for queries an unloaded replica held (a little over the executors' 2 s ack wait, libs/executor ACK_WAIT_MS). */
 const RESCUE_RECHECK_MS = 2_500;
@@ -59,14 +60,15 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
  */
 export function normalisePayload(msg: Msg, signature: readonly TensorSpec[]): { payload: Uint8Array; json: boolean; body?: Record<string, unknown>; inputElements?: number } {
   const type = msg.headers?.get(headers.contentType);
+  const data = msg.data; // a new view at each read of msg.data
   if (type === contentTypes.wire) {
-    const { meta } = decodeWireMeta(msg.data);
+    const { meta } = decodeWireMeta(data);
     checkInputs(meta.tensors.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, length: t.byteLength / bytesPerElement(t.datatype) })), signature);
-    return { payload: msg.data, json: false, inputElements: queryElements(meta.tensors.map((t) => t.shape)) };
+    return { payload: data, json: false, inputElements: queryElements(meta.tensors.map((t) => t.shape)) };
   }
   let body: unknown;
   try {
-    body = JSON.parse(new TextDecoder().decode(msg.data));
+    body = JSON.parse(new TextDecoder().decode(data));
   } catch {
     throw new ServeError(ErrorCode.malformedJson, "the request body is not valid JSON");
   }
@@ -77,6 +79,8 @@ export function normalisePayload(msg: Msg, signature: readonly TensorSpec[]): { 
 export class Dispatcher {
   /** variant → when we asked for it to be loaded. */
   private readonly pendingLoads = new Map<string, number>();
+  /** Queue publishes with their acknowledgements on one subscription (queue-publisher.ts); made at the first query. */
+  private queuePublisher: AckedPublisher | undefined;
 
   constructor(
     private readonly bus: Bus,
@@ -108,11 +112,12 @@ export class Dispatcher {
   /** What this dispatcher sees of a variant (libs/policy/dispatch decides with it). */
   private view(v: Pick<VariantRecord, "name" | "hardware">, nowMs: number): VariantDispatchView {
     const load = this.cluster.load.get(v.name);
+    const { active, overloaded, interfered, loading } = this.cluster.counts(v.name);
     return {
-      active: this.cluster.count(v.name, "active"),
-      overloaded: this.cluster.count(v.name, "overloaded"),
-      interfered: this.cluster.count(v.name, "interfered"),
-      loading: this.cluster.count(v.name, "loading"),
+      active,
+      overloaded,
+      interfered,
+      loading,
       arrivalsPerS: load?.arrivalsPerS ?? 0,
       queueLength: load?.queueLength ?? 0,
       loadAskedAtMs: this.pendingLoads.get(v.name),
@@ -342,9 +347,10 @@ export class Dispatcher {
   }
 
   async handleVariantQuery(msg: Msg, variantName: string): Promise<void> {
-    const variant = await this.catalog.getVariant(variantName);
+    // From memory when known (no await on the query path), else from Redis.
+    const variant = this.catalog.variants.get(variantName) ?? (await this.catalog.getVariant(variantName));
     if (!variant) throw new ServeError(ErrorCode.unknownVariant, `no variant named '${variantName}'`);
-    const model = (await this.catalog.getModel(variant.model)) as ModelRecord;
+    const model = (this.catalog.models.get(variant.model) ?? (await this.catalog.getModel(variant.model))) as ModelRecord;
     const now = this.clock.now();
     const { payload, json } = normalisePayload(msg, model.inputs);
     const c = routeCandidate(variant, this.view(variant, now), now);
@@ -364,34 +370,36 @@ export class Dispatcher {
    */
   private async enqueue(msg: Msg, variant: VariantRecord, payload: Uint8Array, json: boolean, nowMs: number, slo?: { latencyMs: number; minAccuracy: number; maxCostPerQuery: number | undefined }): Promise<void> {
     if (!msg.reply) throw new ServeError(ErrorCode.badRequest, "queries must be sent as requests (with a reply subject)");
+    // Each header read once (a MsgHdrs look-up allocates: this is the query path).
     const h = msg.headers;
     const given = Number(h?.get(headers.deadline));
     const deadline = given > 0 ? given : nowMs + DEFAULT_TIMEOUT_MS;
     const accept = h?.get(headers.accept) || (json ? "json" : "wire");
     const receivedAt = Number(h?.get(headers.receivedAt)) || nowMs;
+    const requestId = h?.get(headers.requestId) || undefined;
     let decision: OverflowDecision | undefined;
     if (this.overflow) {
       const held = Math.min(given > 0 ? given : Infinity, slo ? receivedAt + slo.latencyMs : Infinity);
       decision = Number.isFinite(held) ? this.overflow.decide(variant, nowMs, held, this.pendingLoads.get(variant.name)) : undefined;
       if (decision?.action === "overflow") {
         this.metrics?.routed(variant, "overflow");
-        await this.overflow.serve({ variant, payload, json: accept === "json", replyTo: msg.reply, requestId: h?.get(headers.requestId) || undefined, receivedAtMs: receivedAt, deadlineMs: deadline, decision });
+        await this.overflow.serve({ variant, payload, json: accept === "json", replyTo: msg.reply, requestId, receivedAtMs: receivedAt, deadlineMs: deadline, decision });
         return;
       }
       this.overflow.queued(variant, nowMs);
     }
-    const requestId = h?.get(headers.requestId) || undefined;
     try {
       // Tried again while the stream has no leader (a NATS node lost), until the deadline; the same
       // message id on every attempt keeps one copy. The caller's inbox makes it unique per query even
       // when a caller reuses a request id (publish-retry.ts).
-      const { attempts } = await publishUntil(this.bus.js, subjects.queue(variant.name), payload, {
+      this.queuePublisher ??= new AckedPublisher(this.bus.nc);
+      const { attempts } = await publishUntil(this.queuePublisher, subjects.queue(variant.name), payload, {
         msgID: `${requestId ?? "-"}@${msg.reply}`,
         deadlineMs: deadline,
         clock: this.clock,
         onRetry: (err, attempt, delayMs) => this.log.debug({ requestId, variant: variant.name, attempt, delayMs, err: err.message }, "queue publish failed; trying again"),
         headers: makeHeaders({
-          [headers.requestId]: h?.get(headers.requestId) || undefined,
+          [headers.requestId]: requestId,
           [headers.replyTo]: msg.reply,
           [headers.deadline]: deadline,
           [headers.accept]: accept,
@@ -412,15 +420,15 @@ export class Dispatcher {
     }
     this.metrics?.routed(variant, "queue");
     // One line per query at debug level (checked first: this is the query path).
-    if (this.log.isLevelEnabled("debug")) this.log.debug({ requestId: h?.get(headers.requestId) || undefined, variant: variant.name, slo, decidedAtMs: nowMs, overflow: decision?.reason }, "query routed");
+    if (this.log.isLevelEnabled("debug")) this.log.debug({ requestId, variant: variant.name, slo, decidedAtMs: nowMs, overflow: decision?.reason }, "query routed");
   }
 
   /** Entry point for `infer.model.*` and `infer.variant.*` messages; never throws. */
   handle(msg: Msg): void {
-    const requestId = msg.headers?.get(headers.requestId) || undefined;
     const [, kind, name] = msg.subject.split(".");
     const work = kind === "app" ? this.handleAppQuery(msg, name ?? "") : kind === "model" ? this.handleModelQuery(msg, name ?? "") : this.handleVariantQuery(msg, name ?? "");
     work.catch((err) => {
+      const requestId = msg.headers?.get(headers.requestId) || undefined;
       if (!(err instanceof ServeError) || err.code === ErrorCode.internal) this.log.error({ err, requestId }, "dispatch failed");
       else this.log.debug({ requestId, code: err.code, message: err.message }, "query refused");
       this.metrics?.refusedQuery(kind ?? "", err instanceof ServeError ? err.code : ErrorCode.internal);

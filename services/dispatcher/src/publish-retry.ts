@@ -1,6 +1,7 @@
-import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
+import type { PubAck } from "@nats-io/jetstream";
 import type { MsgHdrs } from "@nats-io/transport-node";
 import type { Clock } from "@sloserve/contracts";
+import type { QueuePublisher } from "./queue-publisher.js";
 
 /**
  * Putting a query on its JetStream queue when the stream may be between leaders (a NATS node of a
@@ -71,7 +72,7 @@ export interface PublishUntilOptions {
  * start before `deadlineMs`. Resolves with the acknowledgement and the number of attempts; rejects
  * with {@link PublishGaveUp}.
  */
-export async function publishUntil(js: JetStreamClient, subject: string, data: Uint8Array, options: PublishUntilOptions): Promise<{ ack: PubAck; attempts: number }> {
+export async function publishUntil(js: QueuePublisher, subject: string, data: Uint8Array, options: PublishUntilOptions): Promise<{ ack: PubAck; attempts: number }> {
   for (let attempt = 1; ; attempt++) {
     try {
       const ack = await js.publish(subject, data, { msgID: options.msgID, headers: options.headers, timeout: PUBLISH_ATTEMPT_TIMEOUT_MS });

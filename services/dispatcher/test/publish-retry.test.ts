@@ -4,6 +4,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { makeHeaders, systemClock } from "@sloserve/bus";
 import { startNats, type ServerHandle } from "@sloserve/stack";
 import { PublishGaveUp, isTransientPublishError, publishRetryDelayMs, publishUntil } from "../src/publish-retry.js";
+import { AckedPublisher, type QueuePublisher } from "../src/queue-publisher.js";
 
 /**
  * The dispatcher's queue publish under a stream with no leader, on a real nats-server: a stream that
@@ -15,6 +16,7 @@ let nats: ServerHandle;
 let nc: NatsConnection;
 let js: JetStreamClient;
 let jsm: JetStreamManager;
+let acked: AckedPublisher;
 
 const addStream = (name: string, extra: { max_msgs?: number } = {}) =>
   jsm.streams.add({ name, subjects: [`${name.toLowerCase()}.>`], retention: RetentionPolicy.Workqueue, storage: StorageType.Memory, discard: DiscardPolicy.New, ...extra });
@@ -24,6 +26,7 @@ beforeAll(async () => {
   nc = await connect({ servers: nats.url });
   js = jetstream(nc);
   jsm = await jetstreamManager(nc);
+  acked = new AckedPublisher(nc);
 });
 
 afterAll(async () => {
@@ -46,9 +49,20 @@ describe("queue publish retry", () => {
     expect(isTransientPublishError(undefined)).toBe(false);
   });
 
+});
+
+// The same outcomes through nats.js' js.publish and through the dispatcher's AckedPublisher (queue-publisher.ts).
+describe.each([
+  ["js.publish", "A"],
+  ["AckedPublisher", "B"],
+] as const)("queue publish retry through %s", (via, tag) => {
+  const pub = (): QueuePublisher => (via === "js.publish" ? js : acked);
+  const stream = (name: string) => `${name}${tag}`;
+  const subject = (name: string) => `${stream(name).toLowerCase()}.q`;
+
   it("publish retry - a stream without a leader: tried again until it has one, stored once", async () => {
     const retries: number[] = [];
-    const publishing = publishUntil(js, "pra.q", new TextEncoder().encode("query"), {
+    const publishing = publishUntil(pub(), subject("PRA"), new TextEncoder().encode("query"), {
       msgID: "r1@inbox",
       headers: makeHeaders({ "x-request-id": "r1" }),
       deadlineMs: systemClock.now() + 60_000,
@@ -57,28 +71,28 @@ describe("queue publish retry", () => {
     });
     // The stream comes (back) once the publisher has been refused at least once.
     while (retries.length === 0) await new Promise((r) => setTimeout(r, 10));
-    await addStream("PRA");
+    await addStream(stream("PRA"));
     const { ack, attempts } = await publishing;
     expect(attempts).toBeGreaterThan(1);
     expect(attempts).toBe(retries.length + 1);
     expect(ack.duplicate).toBe(false);
-    expect((await jsm.streams.info("PRA")).state.messages).toBe(1);
+    expect((await jsm.streams.info(stream("PRA"))).state.messages).toBe(1);
   });
 
   it("publish retry - an attempt repeated with the same message id is dropped by the duplicate window", async () => {
-    await addStream("PRB");
+    await addStream(stream("PRB"));
     const options = { msgID: "r2@inbox", headers: makeHeaders({}), deadlineMs: systemClock.now() + 60_000, clock: systemClock };
-    const first = await publishUntil(js, "prb.q", new Uint8Array([1]), options);
-    const again = await publishUntil(js, "prb.q", new Uint8Array([1]), { ...options, headers: makeHeaders({}) });
-    const other = await publishUntil(js, "prb.q", new Uint8Array([1]), { ...options, msgID: "r2@another-inbox", headers: makeHeaders({}) });
+    const first = await publishUntil(pub(), subject("PRB"), new Uint8Array([1]), options);
+    const again = await publishUntil(pub(), subject("PRB"), new Uint8Array([1]), { ...options, headers: makeHeaders({}) });
+    const other = await publishUntil(pub(), subject("PRB"), new Uint8Array([1]), { ...options, msgID: "r2@another-inbox", headers: makeHeaders({}) });
     expect([first.ack.duplicate, again.ack.duplicate, other.ack.duplicate]).toEqual([false, true, false]);
     expect(again.ack.seq).toBe(first.ack.seq);
-    expect((await jsm.streams.info("PRB")).state.messages).toBe(2);
+    expect((await jsm.streams.info(stream("PRB"))).state.messages).toBe(2);
   });
 
   it("publish retry - no leader until the deadline: given up with the last error, marked out of time", async () => {
     const deadlineMs = systemClock.now() + 300;
-    const err = await publishUntil(js, "prc.q", new Uint8Array([1]), { msgID: "r3@inbox", headers: makeHeaders({}), deadlineMs, clock: systemClock }).then(
+    const err = await publishUntil(pub(), subject("PRC"), new Uint8Array([1]), { msgID: "r3@inbox", headers: makeHeaders({}), deadlineMs, clock: systemClock }).then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -90,12 +104,25 @@ describe("queue publish retry", () => {
   });
 
   it("publish retry - a final refusal (the stream full) is not retried", async () => {
-    await addStream("PRD", { max_msgs: 1 });
+    await addStream(stream("PRD"), { max_msgs: 1 });
     const options = { headers: makeHeaders({}), deadlineMs: systemClock.now() + 60_000, clock: systemClock };
-    await publishUntil(js, "prd.q", new Uint8Array([1]), { ...options, msgID: "a" });
-    const err = (await publishUntil(js, "prd.q", new Uint8Array([2]), { ...options, headers: makeHeaders({}), msgID: "b" }).catch((e: unknown) => e)) as PublishGaveUp;
+    await publishUntil(pub(), subject("PRD"), new Uint8Array([1]), { ...options, msgID: "a" });
+    const err = (await publishUntil(pub(), subject("PRD"), new Uint8Array([2]), { ...options, headers: makeHeaders({}), msgID: "b" }).catch((e: unknown) => e)) as PublishGaveUp;
     expect(err).toBeInstanceOf(PublishGaveUp);
     expect([err.attempts, err.outOfTime]).toEqual([1, false]);
     expect(err.message).toMatch(/maximum messages exceeded/);
+  });
+
+  it("publish retry - no acknowledgement in time (a responder that never answers): a timeout, tried again until the deadline", async () => {
+    const silent = nc.subscribe(subject("PRE"), { callback: () => undefined });
+    try {
+      const deadlineMs = systemClock.now() + 500;
+      const err = (await publishUntil(pub(), subject("PRE"), new Uint8Array([1]), { msgID: "e", headers: makeHeaders({}), deadlineMs, clock: systemClock }).catch((e: unknown) => e)) as PublishGaveUp;
+      expect(err).toBeInstanceOf(PublishGaveUp);
+      expect(err.cause.name).toBe("TimeoutError");
+      expect([err.attempts, err.outOfTime]).toEqual([1, true]);
+    } finally {
+      silent.unsubscribe();
+    }
   });
 });

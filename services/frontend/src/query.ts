@@ -45,7 +45,8 @@ export type QueryTarget = { kind: "model"; name: string; model: ModelRecord } | 
 /** Resolves `model_name` (and `model_version`, empty or "1") to a model or, failing that (or with `appOnly`), an app. */
 export async function resolveTarget(catalog: Catalog, name: string, version?: string, appOnly = false): Promise<QueryTarget> {
   checkName(appOnly ? "app" : "model", name);
-  const model = appOnly ? undefined : await catalog.getModel(name);
+  // From memory when known (no await on the query path), else from Redis.
+  const model = appOnly ? undefined : (catalog.models.get(name) ?? (await catalog.getModel(name)));
   let target: QueryTarget | undefined = model ? { kind: "model", name, model } : undefined;
   if (!target) {
     if (catalog.modelsOfApp(name).length === 0) await catalog.load();

@@ -38,7 +38,7 @@ import {
 } from "@sloserve/policy";
 import type { ProviderEvent, WorkerInstance, WorkerProvider } from "@sloserve/providers";
 import { costSummary, type VmMetrics, type WorkerState } from "./costs.js";
-import { machineView, reportHasArrivals, sloOutcomes, type HeldReport } from "./views.js";
+import { machineView, reportHasArrivals, reportUtilization, sloOutcomes, type HeldReport } from "./views.js";
 
 /**
  * The stateful shell of the VM autoscaler (DESIGN §3 "VM-level autoscaling", "Predictive
@@ -105,6 +105,8 @@ export class VmAutoscalerController {
   private readonly forecasts = new Map<string, AppForecast>();
   private readonly arrivals = new Map<string, Array<{ seenAtMs: number; arrivals: number; minSloMs: number | null }>>();
   private slo = new Map<string, { total: number; missed: number }>();
+  /** Each worker's utilisation summed over its reports since the last tick (the plan sees the mean). */
+  private utilization = new Map<string, { sum: number; n: number }>();
   /** Reloads owed to replacements, by the new worker's id. */
   private readonly restores = new Map<string, Restore>();
   private state: MachinePlanState = emptyMachinePlanState();
@@ -191,6 +193,8 @@ export class VmAutoscalerController {
     if (prev && prev.report.atMs >= report.atMs) return;
     const nowMs = this.clock.now();
     this.reports.set(report.worker, { report, seenAtMs: nowMs, lastArrivalMs: reportHasArrivals(report) ? nowMs : (prev?.lastArrivalMs ?? null) });
+    const u = this.utilization.get(report.worker) ?? { sum: 0, n: 0 };
+    this.utilization.set(report.worker, { sum: u.sum + reportUtilization(report, this.catalog.variants), n: u.n + 1 });
     for (const [app, o] of sloOutcomes(report, this.catalog.variants)) {
       const e = this.slo.get(app) ?? { total: 0, missed: 0 };
       e.total += o.total;
@@ -236,6 +240,7 @@ export class VmAutoscalerController {
       this.log.error({ err }, "reading instance records from Redis failed; lost workers restore what their last report showed");
     }
     const workers = this.views(nowMs, records, await this.leftCleanly(nowMs, records));
+    this.utilization = new Map();
     const { decisions, state } = planMachines({
       nowMs,
       workers,
@@ -305,6 +310,7 @@ export class VmAutoscalerController {
         this.log.info({ worker: name }, "worker left (stopped cleanly)");
         continue;
       }
+      const busy = this.utilization.get(name);
       const view = machineView({
         name,
         ...(report ? { report } : {}),
@@ -316,6 +322,7 @@ export class VmAutoscalerController {
         nowMs,
         variants: this.catalog.variants,
         servingWindowMs: LOAD_WINDOW_MS,
+        ...(busy ? { utilization: busy.sum / busy.n } : {}),
       });
       if (view) out.push(view);
     }

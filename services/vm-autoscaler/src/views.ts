@@ -8,7 +8,9 @@ import type { WorkerInstance } from "@sloserve/providers";
  * metadata store: what a lost worker ran), and the variants a replacement is still to reload.
  *
  * - utilisation: the busy share of what the worker offers — for a CPU worker Σ busy fraction × threads
- *   of each variant / the worker's threads, for an accelerator worker Σ busy fraction / accelerators;
+ *   of each variant / the worker's threads, for an accelerator worker Σ busy fraction / accelerators
+ *   (`reportUtilization`); the controller gives the mean of the reports since its last tick, the
+ *   interval over which the simulator measures a machine's busy time (one report alone is one second);
  * - serving: an Active (or Overloaded / Interfered) variant had arrivals within the last
  *   `servingWindowMs` (5 s, the variant state machine's load window);
  * - capacity: Σ profiled peak QPS of its loaded instances.
@@ -35,6 +37,8 @@ export interface ViewInput {
   nowMs: number;
   variants: ReadonlyMap<string, VariantRecord>;
   servingWindowMs: number;
+  /** Utilisation over the autoscaler's interval (mean of its reports). @default the latest report's */
+  utilization?: number;
 }
 
 const SERVING = new Set(["active", "overloaded", "interfered"]);
@@ -43,7 +47,6 @@ export function machineView(input: ViewInput): MachineView | undefined {
   const { report, instance } = input;
   const kind = report?.report.hardware ?? instance?.kind;
   if (!kind) return undefined;
-  let busy = 0;
   let capacityQps = 0;
   let interfered = false;
   let overloaded = false;
@@ -51,13 +54,10 @@ export function machineView(input: ViewInput): MachineView | undefined {
   for (const v of report?.report.variants ?? []) {
     const record = input.variants.get(v.variant);
     if (v.instances > 0 || (v.loading ?? 0) > 0 || v.state === "loading") variants.add(v.variant);
-    busy += v.utilisation * (kind === "cpu" ? (record?.threads ?? 1) : 1);
     if (SERVING.has(v.state)) capacityQps += v.instances * (record?.profile?.peakQps ?? 0);
     if (v.state === "interfered") interfered = true;
     if (v.state === "overloaded") overloaded = true;
   }
-  const r = report?.report;
-  const offered = r ? (kind === "cpu" ? r.threads : Math.max(1, r.accelerators ?? 1)) : 1;
   const apps = new Set<string>();
   for (const v of variants) {
     const app = input.variants.get(v)?.app;
@@ -67,7 +67,7 @@ export function machineView(input: ViewInput): MachineView | undefined {
     name: input.name,
     kind,
     booting: !report,
-    utilization: Math.min(1, busy / offered),
+    utilization: input.utilization ?? (report ? reportUtilization(report.report, input.variants) : 0),
     interfered,
     overloaded,
     serving: report?.lastArrivalMs !== null && report?.lastArrivalMs !== undefined && input.nowMs - report.lastArrivalMs <= input.servingWindowMs,
@@ -80,6 +80,14 @@ export function machineView(input: ViewInput): MachineView | undefined {
     ...(input.lostReason !== undefined ? { lostReason: input.lostReason } : {}),
     ...(input.interruptAtMs !== undefined ? { interruptAtMs: input.interruptAtMs } : {}),
   };
+}
+
+/** The busy share of what a worker offers in one report (see the header). */
+export function reportUtilization(report: WorkerReport, variants: ReadonlyMap<string, VariantRecord>): number {
+  let busy = 0;
+  for (const v of report.variants) busy += v.utilisation * (report.hardware === "cpu" ? (variants.get(v.variant)?.threads ?? 1) : 1);
+  const offered = report.hardware === "cpu" ? report.threads : Math.max(1, report.accelerators ?? 1);
+  return Math.min(1, busy / offered);
 }
 
 /** Whether a report shows arrivals at a serving variant. */

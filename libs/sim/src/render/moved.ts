@@ -30,6 +30,18 @@ const ROWS: Array<{ scenario: string; before: string; after: string; why: string
     after: "surge: 99.99% during and 100% after at every level; interruptions with Lambda alone: 99.94% / 99.9% / 99.56%; NASNet 2.01× / 5.04× at 99.98% (paper 2.79× / 5.91×)",
     why: "The queue ahead above. OpenNMT stays far from the paper (11-15% within the SLO): its tuned GPU batch leaves ~127 ms of the 1 400 ms SLO for queueing, so most queries go to Lambda, whose 3.1 s misses it (see mark-models).",
   },
+  {
+    scenario: "inferline-planner, inferline-rate-change",
+    before: "planner: InferLine $6.67, CG-Mean $8.06, CG-Peak $16.66 (3.87× / 1.24× cheaper than CG-Peak at best / worst); rate-change: InferLine $2.62, relative $1.72, no tuner $1.10, AutoScale $2.79, CG-Peak $3.84",
+    after: "planner: $4.78, $5.79, $11.98 (3.88× / 1.3×); rate-change: $1.88, $1.24, $0.79, $2.00, $2.76; the same configurations and attainments",
+    why: "Prices per InferLine §6 (libs/policy costs.ts acceleratorPerHour, vcpuPerHour): a K80 is (p2.8xlarge − r4.8xlarge) / 8 = $0.634/h rather than a whole p2.xlarge ($0.90/h), a CPU r4.8xlarge / 32 = $0.0665/h rather than a quarter c5.xlarge ($0.0425/h).",
+  },
+  {
+    scenario: "inferline-real-traces, inferline-sensitivity (new this revision)",
+    before: "—",
+    after: "InferLine Figs. 6, 9, 10 and 12 (see their rows above)",
+    why: "New scenarios, on the §6 prices.",
+  },
 ];
 
 export function movedSection(): string[] {

@@ -18,7 +18,7 @@ const ROWS: Row[] = [
     module: "selection.ts",
     decides: "INFaaS Algorithm 1: the variant for a model-less query (`SelectionIndex`)",
     service: "dispatcher (selection-view.ts keeps the index; dispatch.ts queries it through selectForApp)",
-    simulator: "systems/infaas.ts (through dispatch.ts); scenarios/combined.ts: the model of each query of the `combined` system",
+    simulator: "systems/infaas.ts (through dispatch.ts); scenarios/combined.ts: the model of each query of the `combined` system; scenarios/infaas-e2e.ts: the variant each model starts with",
   },
   {
     module: "dispatch.ts",
@@ -31,13 +31,25 @@ const ROWS: Row[] = [
     module: "placement.ts",
     decides: "the worker for a load (`chooseWorker`): spread to the least utilised, or bin packing (`packBelow`: the busiest with room under 80%); worker staleness",
     service: "dispatcher (on-demand loads, packing), model-autoscaler (placements elsewhere, packing; pipeline floors, spread)",
-    simulator: "systems/infaas.ts with `packBelowUtilisation` (the dispatcher's loads; placements elsewhere through model-actions.ts), infaas-mechanisms",
+    simulator: "systems/infaas.ts with `packBelowUtilisation` (the dispatcher's loads; placements elsewhere through model-actions.ts), infaas-mechanisms, infaas-interference",
   },
   {
     module: "batching.ts",
     decides: "when a batch leaves and how big (`planBatch`), shedding late queries (`cannotFinishInTime`), run-time estimate",
     service: "executor-cpu, executor-gpu (libs/executor instance.ts)",
     simulator: "engine.ts (every queue of every scenario), entities.ts",
+  },
+  {
+    module: "engine-thread.ts",
+    decides: "where an executor runs a session: inline on its main thread while its batches are short (median full-batch time ≤ 2 ms over 20 runs, back to a thread past 4 ms), else on a worker thread (`EngineThreadChoice` over `engineThreadPlan`; `mayRunInline`)",
+    service: "executor-cpu, executor-gpu, executor-inferentia (libs/executor onnx-backend.ts)",
+    simulator: "— (the simulator models no thread hops: a batch takes its profiled time wherever it runs)",
+  },
+  {
+    module: "merge.ts",
+    decides: "nothing: `merge`/`copy`, the spread's object built with `Object.assign` (Node 20 takes a slow path for a spread that gets more properties, 3-14 µs a call) for the controllers' per-tick code",
+    service: "model-autoscaler, vm-autoscaler (through model-autoscaler.ts, model-actions.ts, machine-plan.ts, vm-autoscaler.ts)",
+    simulator: "systems/infaas.ts (the same modules)",
   },
   {
     module: "variant-state.ts",
@@ -49,7 +61,7 @@ const ROWS: Row[] = [
     module: "model-actions.ts, model-autoscaler.ts, interference.ts",
     decides: "INFaaS's model autoscaler: replicate, upgrade/downgrade, remove, place elsewhere; moves of Interfered variants (`planMigrations`, §4.1)",
     service: "model-autoscaler (controller.ts)",
-    simulator: "systems/infaas.ts model autoscaler (moves of Interfered variants with `migrateInterfered`: infaas-mechanisms)",
+    simulator: "systems/infaas.ts model autoscaler (moves of Interfered variants with `migrateInterfered`: infaas-mechanisms, infaas-interference)",
   },
   {
     module: "machine-plan.ts, vm-autoscaler.ts",
@@ -103,7 +115,7 @@ const ROWS: Row[] = [
     module: "accelerator-share.ts",
     decides: "INFaaS §4.2.1, §6.2: accelerators shared by footprint (a GPU variant takes its memory and a slot, an Inferentia one its NeuronCores) and priced by its share of the instance",
     service: "executors (worker.ts: held resources; instance.ts: per-query price), model-autoscaler (controller.ts `workerFreeResources`), vm-autoscaler (`instanceOffer`), frontend (dashboard)",
-    simulator: "systems/infaas.ts through variant-profile.ts (`variantResources`, `footprintPricePerSecond` of each VariantProfile)",
+    simulator: "systems/infaas.ts through variant-profile.ts (`variantResources`, `footprintPricePerSecond` of each VariantProfile); infaas-architectures.ts (`variantResources` of the 22 architectures' variants) and scenarios/infaas-e2e.ts (`instanceOffer` of its workers)",
   },
   {
     module: "input-classes.ts",

@@ -93,12 +93,19 @@ export interface SelectionRun {
   activeSeconds: Record<string, number>;
 }
 
-export function runSelection(options: ScenarioOptions): SelectionRun[] {
+/** Which runs of the setting: some workloads (by id), other systems (built from the variants and this scenario's own). */
+export interface SelectionPick {
+  workloads?: readonly string[];
+  systems?: (variants: VariantProfile[], base: Array<{ name: string; options: InfaasSystemOptions }>) => Array<{ name: string; options: InfaasSystemOptions }>;
+}
+
+export function runSelection(options: ScenarioOptions, pick: SelectionPick = {}): SelectionRun[] {
   const durationS = options.durationS ?? 240;
   const variants = infaasResnet50Variants();
   const runs: SelectionRun[] = [];
-  for (const w of selectionWorkloads(durationS)) {
-    for (const s of selectionSystems(variants)) {
+  const systems = pick.systems ? pick.systems(variants, selectionSystems(variants)) : selectionSystems(variants);
+  for (const w of selectionWorkloads(durationS).filter((x) => pick.workloads?.includes(x.id) ?? true)) {
+    for (const s of systems) {
       const sim = new Simulator({ seed: options.seed, durationMs: durationS * 1000, drainMs: 5_000 });
       sim.addStream({ app: "classify", sloMs: SELECTION_SLO_MS, process: new ScheduledArrivals(w.schedule, 1) });
       const sys = installInfaas(sim, s.options);

@@ -21,8 +21,9 @@
  * - translation (NMT): K80 30 + 4·(b − 1) ms; CPU 250 ms per query;
  * - detection: K80 25 + 6·(b − 1) ms; vehicle id: K80 15 + 2·(b − 1), CPU 120 ms; person id: K80
  *   20 + 3·(b − 1), CPU 150 ms; plate reader: K80 10 + 1.5·(b − 1), CPU 40 ms.
- * Prices: a K80 replica is a p2.xlarge ($0.90/h); a CPU replica is one vCPU of a c5.xlarge ($0.17/h ÷ 4),
- * InferLine's per-CPU cost model (§6).
+ * Prices (InferLine §6's cost model, libs/policy costs.ts): a K80 replica costs its share of a
+ * p2.8xlarge less its non-GPU equivalent, (p2.8xlarge $7.20 − r4.8xlarge $2.128) / 8 = $0.634/h; a CPU
+ * replica one vCPU of that equivalent, $2.128 / 32 = $0.0665/h.
  *
  * Live serving ({@link serveLive}): the planners and tuners choose with the Estimator, but every
  * system is judged on the engine (libs/sim engine.ts through systems/inferline.ts, the same serving
@@ -33,16 +34,18 @@
  * busy replica finishes its batch, unbilled). Attainment, P99 and cost are the engine's.
  */
 import {
-  autoScaleStep, createRng, initialTunerState, pricePerSecond, sampleRoutes, tunerStep, type AutoScalePlan,
+  acceleratorPerHour, autoScaleStep, createRng, findProfile, initialTunerState, sampleRoutes, tunerStep, unitsConfig, vcpuPerHour, type AutoScalePlan,
   type AutoScaleState, type HardwareProfile, type Pipeline, type PipelineConfig, type ProfileSet, type TunerOptions,
   type TunerPlan, type TunerState,
 } from "@sloserve/policy";
 import { Simulator } from "../engine.js";
+import type { SystemResult } from "../scenario.js";
 import { installPipeline } from "../systems/inferline.js";
 import { ScheduledArrivals, arrivalTimes, type RateSchedule } from "../workload.js";
 
-const K80_PER_HOUR = pricePerSecond("p2.xlarge") * 3600;
-const CPU_PER_HOUR = (pricePerSecond("c5.xlarge") * 3600) / 4;
+/** InferLine §6: a K80 is priced as p2.8xlarge minus r4.8xlarge, per GPU; a CPU as one vCPU of r4.8xlarge. */
+export const K80_PER_HOUR = acceleratorPerHour("p2.8xlarge", "r4.8xlarge");
+export const CPU_PER_HOUR = vcpuPerHour("r4.8xlarge");
 const BATCHES = [1, 2, 4, 8, 16, 32];
 
 function linear(hardware: string, pricePerHour: number, t1: number, slope: number, batches = BATCHES): HardwareProfile {
@@ -114,14 +117,17 @@ export interface LiveOutcome {
   p99Ms: number;
   /** Per second: replicas in total, and misses (latency > SLO) among queries arriving that second. */
   replicasPerSecond: number[];
+  /** Per second: what the replicas running then cost, $/h. */
+  costPerHourPerSecond: number[];
   missesPerSecond: number[];
   changes: number;
 }
 
-type Controller =
+export type Controller =
   | { kind: "none" }
   | { kind: "tuner"; plan: TunerPlan; options?: TunerOptions }
-  | { kind: "autoscale"; plan: AutoScalePlan; units: number };
+  /** AutoScale; `unit` (default one replica of every model) is multiplied by the unit count. */
+  | { kind: "autoscale"; plan: AutoScalePlan; units: number; unit?: PipelineConfig };
 
 const ACTIVATION_MS = 5_000;
 /** Queries still queued when the trace ends are served for up to this long (then count as misses). */
@@ -181,7 +187,8 @@ export function serveLive(pipeline: Pipeline, profiles: ProfileSet, config: Pipe
       } else {
         const d = autoScaleStep({ nowMs: now, recentArrivalsMs: recent, plan: controller.plan, state: auto! });
         auto = d.state;
-        if (d.changed) apply(Object.fromEntries(pipeline.models.map((m) => [m, d.state.units])));
+        const unit = controller.unit;
+        if (d.changed) apply(unit ? Object.fromEntries(Object.entries(unitsConfig(unit, d.state.units)).map(([m, c]) => [m, c.replicas])) : Object.fromEntries(pipeline.models.map((m) => [m, d.state.units])));
       }
     });
   }
@@ -189,9 +196,27 @@ export function serveLive(pipeline: Pipeline, profiles: ProfileSet, config: Pipe
   // attainment, not in missesPerSecond.
   const r = sim.run();
   const replicasPerSecond = new Array<number>(seconds).fill(0);
+  const costPerHourPerSecond = new Array<number>(seconds).fill(0);
+  const pricePerHour = Object.fromEntries(pipeline.models.map((m) => [m, findProfile(profiles, m, config[m]!.hardware).pricePerHour]));
   for (const smp of r.samples) {
     const s = Math.round(smp.tMs / 1000);
-    if (s < seconds) replicasPerSecond[s] = Object.values(smp.replicasByQueue).reduce((a, b) => a + b, 0);
+    if (s >= seconds) continue;
+    replicasPerSecond[s] = Object.values(smp.replicasByQueue).reduce((a, b) => a + b, 0);
+    costPerHourPerSecond[s] = Object.entries(smp.replicasByQueue).reduce((a, [m, n]) => a + n * (pricePerHour[m] ?? 0), 0);
   }
-  return { costDollars: r.costDollars, sloAttainment: r.sloAttainment, p99Ms: r.latencyMs.p99, replicasPerSecond, missesPerSecond, changes };
+  return { costDollars: r.costDollars, sloAttainment: r.sloAttainment, p99Ms: r.latencyMs.p99, replicasPerSecond, costPerHourPerSecond, missesPerSecond, changes };
+}
+
+const round = (x: number, d: number): number => Math.round(x * 10 ** d) / 10 ** d;
+
+/** One system's result over its live runs: total cost, attainment weighted by queries, the worst P99, then `extra`. */
+export function liveSystemResult(name: string, runs: ReadonlyArray<{ out: LiveOutcome; queries: number }>, extra: Record<string, unknown> = {}): SystemResult {
+  const q = runs.reduce((a, r) => a + r.queries, 0);
+  return {
+    name,
+    cost_dollars: round(runs.reduce((a, r) => a + r.out.costDollars, 0), 4),
+    slo_attainment: round(runs.reduce((a, r) => a + r.out.sloAttainment * r.queries, 0) / q, 5),
+    p99_ms: round(Math.max(...runs.map((r) => r.out.p99Ms)), 1),
+    ...extra,
+  };
 }

@@ -15,7 +15,7 @@ import {
 } from "@sloserve/policy";
 import type { Chart, Scenario, ScenarioResult, SystemResult } from "../scenario.js";
 import { constantRate, rampRates, concatRates } from "../workload.js";
-import { INFERLINE_PROFILES, SOCIAL_MEDIA, concatTraces, makeTrace, serveLive, type LiveOutcome, type Trace } from "./inferline-common.js";
+import { INFERLINE_PROFILES, SOCIAL_MEDIA, concatTraces, liveSystemResult, makeTrace, serveLive, type LiveOutcome, type Trace } from "./inferline-common.js";
 
 const SLO_MS = 150;
 const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
@@ -70,15 +70,10 @@ export const inferlineRateChange: Scenario = {
     const names = [...new Set(runs.map((r) => r.system))];
     const systems: SystemResult[] = names.map((name) => {
       const mine = runs.filter((r) => r.system === name);
-      const q = mine.reduce((a, r) => a + r.queries, 0);
-      return {
-        name,
-        cost_dollars: round(mine.reduce((a, r) => a + r.out.costDollars, 0), 4),
-        slo_attainment: round(mine.reduce((a, r) => a + r.out.sloAttainment * r.queries, 0) / q, 5),
-        p99_ms: round(Math.max(...mine.map((r) => r.out.p99Ms)), 1),
+      return liveSystemResult(name, mine, {
         scaling_actions: mine.reduce((a, r) => a + r.out.changes, 0),
         ...Object.fromEntries(mine.map((r) => [`attainment ${r.experiment}`, round(r.out.sloAttainment, 5)])),
-      };
+      });
     });
     const table = runs.map((r) => ({
       experiment: r.experiment, system: r.system, "cost $": round(r.out.costDollars, 4), "miss %": round(100 * (1 - r.out.sloAttainment), 2),

@@ -55,6 +55,7 @@ import {
   planMachines,
   type ModelAction,
   type ModelActionsState,
+  type ModelActionsContext,
   type ModelAutoscalerConfig,
   type LoadPlacement,
   type LoadRequest,
@@ -74,6 +75,7 @@ import {
   type AppForecast,
   type AppSloSample,
   type MachinePlanConfig,
+  type MachinePlanContext,
   type OverflowCapacity,
   decideOverflow,
   observedOverflowCapacity,
@@ -390,6 +392,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
 
   const monitorTick = (nowMs: number): void => {
     // States → selection index.
+    const sec = Math.floor(nowMs / 1000) * 1000;
+    const loadWindowMs = stateCfg.loadWindowMs ?? DEFAULT_VARIANT_STATE_CONFIG.loadWindowMs;
     for (const [name, v] of profiles) {
       const q = queueOf(name);
       let readyN = 0;
@@ -400,13 +404,12 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       }
       // The executor's observation, from the same figures (libs/policy observeWindow): arrivals over
       // the load window; batches and their observed and profiled times over the last second.
-      const sec = Math.floor(nowMs / 1000) * 1000;
       const prev = states.get(name) ?? initialVariantState(nowMs);
       const obs = observeWindow(
         {
           instances: readyN,
           loading: loadingN,
-          qps: q.rateQps(nowMs, stateCfg.loadWindowMs ?? DEFAULT_VARIANT_STATE_CONFIG.loadWindowMs),
+          qps: q.rateQps(nowMs, loadWindowMs),
           peakQpsPerInstance: v.peakQps,
           batches: q.batchesDone.sum(sec - 1000, sec),
           observedBatchMs: q.observedMs.sum(sec - 1000, sec),
@@ -418,10 +421,20 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       states.set(name, step.memory);
       if (step.changed) note("monitor", `${name}: ${prev.state} → ${step.memory.state}`, step.reason);
       if (readyN > 0) activeSeconds.set(name, (activeSeconds.get(name) ?? 0) + (opts.modelPeriodMs ?? 1000) / 1000);
-      const workers = new Map<string, number>();
+      // Per machine (in the order of the replicas), its share of the arrivals: a list, not a map, for
+      // the few machines of a variant.
+      const workers: Array<{ worker: string; qps: number }> = [];
       const rate = obs.qps;
-      for (const r of q.replicas) if (r.machine && r.state !== "draining") workers.set(r.machine.name, (workers.get(r.machine.name) ?? 0) + (readyN > 0 && r.state === "ready" ? rate / readyN : 0));
-      index.setRuntime(name, { state: step.memory.state, instances: readyN, qps: rate, workers: [...workers].map(([worker, qps]) => ({ worker, qps })) });
+      for (const r of q.replicas) {
+        if (!r.machine || r.state === "draining") continue;
+        const add = readyN > 0 && r.state === "ready" ? rate / readyN : 0;
+        const worker = r.machine.name;
+        let e: { worker: string; qps: number } | undefined;
+        for (const x of workers) if (x.worker === worker) e = x;
+        if (e === undefined) workers.push({ worker, qps: 0 + add });
+        else e.qps += add;
+      }
+      index.setRuntime(name, { state: step.memory.state, instances: readyN, qps: rate, workers });
     }
     index.setWorkers(live().map((m) => ({ worker: m.name, hardware: m.kind, utilization: utilization(m) })));
     if (opts.mode === "static") return;
@@ -488,19 +501,15 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     return false;
   };
 
+  // The rules' settings, the same every tick (built once: see libs/policy merge.ts for what a spread costs).
+  const autoscalerConfig: Partial<ModelAutoscalerConfig> = { ...(opts.modelConfig ?? {}), ...(opts.mode === "horizontal" ? { allowVertical: false } : {}) };
+  const launchableKinds = Object.keys(templates);
   const modelTick = (nowMs: number): void => {
-    const res = planModelActions({
-      nowMs,
-      workers: machineRuns(nowMs),
-      catalog: opts.variants,
-      sloMsByModel: opts.sloMsByModel,
-      kindOf,
-      launchableKinds: Object.keys(templates),
-      autoscaler: { ...(opts.modelConfig ?? {}), ...(opts.mode === "horizontal" ? { allowVertical: false } : {}) },
-      state: actionState,
-      ...(opts.migrateInterfered ? {} : { interference: false as const }),
-      ...(opts.packBelowUtilisation !== undefined ? { packBelowUtilisation: opts.packBelowUtilisation } : {}),
-    });
+    // (the optional inputs set after the literal, as for planMachines below)
+    const input: ModelActionsContext = { nowMs, workers: machineRuns(nowMs), catalog: opts.variants, sloMsByModel: opts.sloMsByModel, kindOf, launchableKinds, autoscaler: autoscalerConfig, state: actionState };
+    if (!opts.migrateInterfered) input.interference = false;
+    if (opts.packBelowUtilisation !== undefined) input.packBelowUtilisation = opts.packBelowUtilisation;
+    const res = planModelActions(input);
     actionState = res.state;
     for (const a of res.actions) carryOut(a);
   };
@@ -539,6 +548,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   for (const [k, t] of Object.entries(templates)) kinds[k] = { instanceType: t.type, pricePerHour: t.pricePerS * 3600, bootMs: t.bootMs ?? 0, resources: t.resources ?? {}, ...(opts.kinds?.[k] ?? {}) };
   /** What each machine ran, remembered at every tick (the metadata store), to restore a lost one. */
   const lostVariants = new Map<Machine, string[]>();
+  const planConfig: Partial<MachinePlanConfig> = { ...(opts.planConfig ?? {}), vm: opts.vmConfig ?? {} };
   const vmTick = (nowMs: number): void => {
     measureUtilization(nowMs);
     // Machines terminated for good (not lost: the plan remembers those) are read no more: forget
@@ -553,7 +563,11 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       }
     }
     machines.length = kept;
-    for (const m of live()) lostVariants.set(m, [...new Set([...m.replicas].map((r) => r.label))]);
+    for (const m of live()) {
+      const labels = new Set<string>();
+      for (const r of m.replicas) labels.add(r.label);
+      lostVariants.set(m, [...labels]);
+    }
     if (opts.mode === "static") return;
     // Lost machines stop sending heartbeats at the moment they died (the plan remembers those it replaced).
     const lost = machines.filter((m) => m.failed);
@@ -568,16 +582,26 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
           if (r.queue.rateQps(nowMs, windowMs) > 0) serving = true;
         }
       }
-      const st = [...labels].map((l) => states.get(l)?.state);
-      const apps = [...new Set([...labels].map((l) => profiles.get(l)?.app ?? ""))].filter((a) => a !== "").sort();
+      // (one pass over the labels: their states, and the apps, sorted)
+      let anyInterfered = false;
+      let anyOverloaded = false;
+      const appSet = new Set<string>();
+      for (const l of labels) {
+        const st = states.get(l)?.state;
+        if (st === "interfered") anyInterfered = true;
+        else if (st === "overloaded") anyOverloaded = true;
+        const app = profiles.get(l)?.app;
+        if (app !== undefined && app !== "") appSet.add(app);
+      }
+      const apps = [...appSet].sort();
       return {
         name: m.name,
         kind: m.kind,
         booting: m.state === "booting",
         utilization: utilization(m),
         // (with moves on, judged per machine as the moves are: see the header)
-        interfered: opts.migrateInterfered ? [...labels].some((l) => states.get(l)?.state === "interfered" && interferedOn(m, l)) : st.includes("interfered"),
-        overloaded: st.includes("overloaded"),
+        interfered: opts.migrateInterfered ? [...labels].some((l) => states.get(l)?.state === "interfered" && interferedOn(m, l)) : anyInterfered,
+        overloaded: anyOverloaded,
         serving,
         capacityQps,
         lastHeartbeatMs: m.failed ? (m.billedToMs ?? nowMs) : nowMs,
@@ -598,20 +622,11 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     for (const [app, s] of sloSeen) if (nowMs - s.atMs <= 60_000) sloMsByApp[app] = s.sloMs;
     const slo = opts.sloMonitor ? [...sloSamples.values()] : [];
     sloSamples = new Map();
-    const res = planMachines({
-      nowMs,
-      workers: views,
-      kinds,
-      pending,
-      loadQpsByKind,
-      ...(opts.forecasts ? { forecasts: opts.forecasts(nowMs) } : {}),
-      ...(opts.sloMonitor ? { slo } : {}),
-      catalog: opts.variants,
-      sloMsByApp,
-      kindOf,
-      config: { ...(opts.planConfig ?? {}), vm: opts.vmConfig ?? {} },
-      state: vmState,
-    });
+    // (the optional inputs set after the literal: a literal with spreads between its properties is slow)
+    const input: MachinePlanContext = { nowMs, workers: views, kinds, pending, loadQpsByKind, catalog: opts.variants, sloMsByApp, kindOf, config: planConfig, state: vmState };
+    if (opts.forecasts) input.forecasts = opts.forecasts(nowMs);
+    if (opts.sloMonitor) input.slo = slo;
+    const res = planMachines(input);
     vmState = res.state;
     for (const d of res.decisions) {
       if (d.action === "hold" || d.action === "plan") continue;
