@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { startStack, digitsModels, registerOverHttp, waitForProfiles, tempDir, REPO_ROOT, type Stack, type BundledModel } from "@sloserve/stack";
+import { servingStates, type VariantState } from "@sloserve/contracts";
 import { postJson } from "./support.js";
 
 /**
@@ -129,11 +130,13 @@ describe("e2e dashboard", () => {
     expect(Number(cost.slice(1))).toBeGreaterThan(0);
     expect(await page.textContent("#kpi-slo")).toMatch(/^\d+(\.\d)?%$/);
     expect(await page.textContent("#kpi-p99")).toMatch(/^\d+\.\d$/);
-    const active = d.variants.filter((v) => v.state === "active").map((v) => v.variant);
-    expect(active.length).toBeGreaterThan(0);
+    // Serving variants: Active, or Overloaded / Interfered (they still take queries; a shared machine can
+    // slow a batch past its profile).
+    const serving = d.variants.filter((v) => servingStates.has(v.state as VariantState)).map((v) => v.variant);
+    expect(serving.length, JSON.stringify(d.variants)).toBeGreaterThan(0);
     const variantsTable = (await page.textContent("#variants")) ?? "";
-    for (const v of active) expect(variantsTable).toContain(v);
-    expect(await page.locator("#variants .state.active").count()).toBeGreaterThan(0);
+    for (const v of serving) expect(variantsTable).toContain(v);
+    expect(await page.locator("#variants .state.active, #variants .state.overloaded, #variants .state.interfered").count()).toBeGreaterThan(0);
     const load = d.decisions.find((x) => x.action === "load");
     expect(load?.reason).toBeTruthy();
     expect((await page.textContent("#decisions")) ?? "").toContain(load!.reason.slice(0, 40));

@@ -186,6 +186,8 @@ export type VariantRecord = z.infer<typeof variantRecordSchema>;
 
 export const variantStateSchema = z.enum(["inactive", "loading", "active", "overloaded", "interfered", "unloading", "failed"]);
 export type VariantState = z.infer<typeof variantStateSchema>;
+/** The states in which an instance takes queries (Overloaded and Interfered ones still serve: INFaaS §4.1). */
+export const servingStates: ReadonlySet<VariantState> = new Set<VariantState>(["active", "overloaded", "interfered"]);
 
 /** Published on `state.<variant>.<worker>` at every transition. */
 export const stateEventSchema = z.object({

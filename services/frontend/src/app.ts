@@ -10,6 +10,7 @@ import {
   headers,
   httpStatusOf,
   isErrorCode,
+  servingStates,
   subjects,
   type Clock,
   type ModelRecord,
@@ -175,7 +176,7 @@ export async function buildApp(deps: FrontendDeps) {
     // With access control on, a key limited to some apps sees their models only.
     return models.filter((m) => canSee(req.apiKey ?? undefined, [m.app])).map((m) => {
       const states = instances.filter((i) => i.model === m.name).map((i) => i.state);
-      const state = states.includes("active") ? "READY" : states.includes("loading") ? "LOADING" : "UNAVAILABLE";
+      const state = states.some((x) => servingStates.has(x)) ? "READY" : states.includes("loading") ? "LOADING" : "UNAVAILABLE";
       const reason = state === "UNAVAILABLE" ? "no instance loaded (loads on the first query)" : "";
       return { name: m.name, version: "1", state, reason };
     });

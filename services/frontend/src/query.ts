@@ -8,6 +8,7 @@ import {
   headers,
   oipRequestToWire,
   oipTimeoutMs,
+  servingStates,
   sloSchema,
   subjects,
   type Clock,
@@ -79,7 +80,7 @@ export async function modelMetadata(catalog: Catalog, name: string, version?: st
 export async function modelReady(deps: Pick<QueryDeps, "catalog" | "store">, name: string, version?: string): Promise<boolean> {
   const target = await resolveTarget(deps.catalog, name, version);
   const names = new Set(target.kind === "model" ? [target.name] : target.models.map((m) => m.name));
-  return (await deps.store.listInstances()).some((i) => names.has(i.model) && i.state === "active");
+  return (await deps.store.listInstances()).some((i) => names.has(i.model) && servingStates.has(i.state));
 }
 
 /** Server readiness: NATS connected and Redis answering. */
