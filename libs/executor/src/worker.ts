@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import { AckPolicy, type ConsumerMessages } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
 import {
@@ -189,42 +190,34 @@ export class Worker {
    * they run (the value they read from Redis at load may be older than the event).
    */
   private followTuning(): void {
-    this.tunedSub = this.bus.nc.subscribe(subjects.batchingTunedAll, {
-      callback: (err, msg) => {
-        if (err) return this.log.warn({ err }, "tuned-batching subscription failed");
-        let parsed;
-        try {
-          parsed = batchingTunedEventSchema.safeParse(msg.json());
-        } catch (e) {
-          return this.log.warn({ err: e, subject: msg.subject }, "ignoring a tuned-batching event that is not JSON");
-        }
-        if (!parsed.success) return this.log.warn({ subject: msg.subject, error: describeZodError(parsed.error) }, "ignoring a malformed tuned-batching event");
-        for (const v of parsed.data.variants) {
-          if (v.hardware !== this.hardware) continue;
-          this.tunedWaits.set(v.name, v.batchWaitMs);
-          for (const instance of this.instances.get(v.name) ?? []) instance.setBatchWaitMs(v.batchWaitMs);
-        }
-      },
+    this.tunedSub = this.followVariantEvents(subjects.batchingTunedAll, "tuned-batching", batchingTunedEventSchema, (v) => {
+      this.tunedWaits.set(v.name, v.batchWaitMs);
+      for (const instance of this.instances.get(v.name) ?? []) instance.setBatchWaitMs(v.batchWaitMs);
     });
     // A variant loaded before its profiling finished takes its accuracy and profile when they come.
-    this.profiledSub = this.bus.nc.subscribe(subjects.modelProfiled("*"), {
+    this.profiledSub = this.followVariantEvents(subjects.modelProfiled("*"), "profiled", modelProfiledEventSchema, (v) => {
+      this.profiledRecords.set(v.name, v);
+      for (const instance of this.instances.get(v.name) ?? []) instance.takeProfile(v);
+    });
+  }
+
+  /** Applies each variant record of this worker's hardware in the events on `subject`; malformed ones are logged and ignored. */
+  private followVariantEvents(subject: string, what: string, schema: z.ZodType<{ variants: VariantRecord[] }>, apply: (v: VariantRecord) => void): Subscription {
+    return this.bus.nc.subscribe(subject, {
       callback: (err, msg) => {
-        if (err) return this.log.warn({ err }, "profiled-event subscription failed");
+        if (err) return this.log.warn({ err }, `${what} subscription failed`);
         let parsed;
         try {
-          parsed = modelProfiledEventSchema.safeParse(msg.json());
+          parsed = schema.safeParse(msg.json());
         } catch (e) {
-          return this.log.warn({ err: e, subject: msg.subject }, "ignoring a profiled event that is not JSON");
+          return this.log.warn({ err: e, subject: msg.subject }, `ignoring a ${what} event that is not JSON`);
         }
-        if (!parsed.success) return this.log.warn({ subject: msg.subject, error: describeZodError(parsed.error) }, "ignoring a malformed profiled event");
-        for (const v of parsed.data.variants) {
-          if (v.hardware !== this.hardware) continue;
-          this.profiledRecords.set(v.name, v);
-          for (const instance of this.instances.get(v.name) ?? []) instance.takeProfile(v);
-        }
+        if (!parsed.success) return this.log.warn({ subject: msg.subject, error: describeZodError(parsed.error) }, `ignoring a malformed ${what} event`);
+        for (const v of parsed.data.variants) if (v.hardware === this.hardware) apply(v);
       },
     });
   }
+
 
   private async setState(variant: string, model: string, state: VariantState, reason: string): Promise<void> {
     const previous = this.states.get(variant) ?? "inactive";
