@@ -127,6 +127,25 @@ describe("requests sent again after a lost connection", () => {
     }
   });
 
+  it("resend - a request sent just before the drop is sent again at once; announcements close together send one copy", async () => {
+    const nc = await connect({ servers: nats.url });
+    const requester = new ResendingRequester(nc, log, { minIntervalMs: 60_000 });
+    const silent = await connect({ servers: nats.url });
+    let copies = 0;
+    silent.subscribe("echo.recent", { callback: () => void copies++ });
+    await silent.flush();
+    try {
+      const asked = requester.request("echo.recent", enc("r"), { timeout: 1_000 });
+      // [the first announcement, two more right after]: the first send, however recent, is sent again.
+      expect([requester.resendWaiting("1"), requester.resendWaiting("2"), requester.resendWaiting("3")]).toEqual([1, 0, 0]);
+      await expect(asked).rejects.toThrow(/timeout/i);
+      expect(copies).toBe(2);
+    } finally {
+      await silent.close();
+      await nc.close();
+    }
+  });
+
   it("resend - dispatcher presence: silent for more than its missed beats, or leaving, counts as gone once", () => {
     const w = new PresenceWatch();
     const beat = (dispatcher: string, extra: Partial<DispatcherPresence> = {}): DispatcherPresence => ({ dispatcher, at_ms: 0, every_ms: 1000, ...extra });

@@ -6,7 +6,7 @@ import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/t
 import { startStack, ocrModels, registerOverHttp, tempDir, type Stack } from "@sloserve/stack";
 import { contentTypes, headers, oipGrpcProtoPath, subjects } from "@sloserve/contracts";
 import { prng, randomFloats, referenceRunner, maxRelativeDiff, postJson } from "./support.js";
-import { CHAOS, deadServices, query, stackRss } from "./faults.js";
+import { CHAOS, deadServices, query, settledRss } from "./faults.js";
 import { smallModel, smallQuery } from "./fault-load.js";
 import { sampleCases, type Case } from "./fuzz-cases.js";
 
@@ -149,16 +149,17 @@ describe("e2e bad input", () => {
       );
     };
     // 30% first as a warm-up (code paths compiled, pools, caches and V8's heaps grown to the load);
-    // memory is measured from there to the end.
+    // memory is measured from there to the end, each time once it has settled (settledRss: an executor's
+    // RSS swings by ±20% for seconds after a session is loaded or moved, with or without load).
     await run(Math.floor(CASES * 0.3));
     // And the fuzz model loaded and placed: past INLINE_MIN_BATCHES batches an executor may move a short
     // session to its main thread (libs/policy engine-thread.ts), a one-time step in its memory.
     for (let i = 0; i < INLINE_MIN_BATCHES + 5; i++) {
       expect((await query(`${stack.httpUrl}/v2/models/${fuzzModel.name}/infer`, smallQuery(i) as Record<string, unknown>, 30_000)).kind).toBe("answered");
     }
-    const warm = stackRss(stack);
+    const warm = await settledRss(stack);
     await run(CASES);
-    const end = stackRss(stack);
+    const end = await settledRss(stack);
     const growth = Object.fromEntries(Object.entries(warm).map(([name, bytes]) => [name, Math.round((100 * ((end[name] ?? 0) - bytes)) / bytes) / 100]));
     console.log(JSON.stringify({ cases: CASES, seed: SEED, kinds: Object.fromEntries(byKind), rssMbWarm: mb(warm), rssMbEnd: mb(end), growth }));
 

@@ -161,6 +161,33 @@ export function stackRss(stack: Stack): Record<string, number> {
   return out;
 }
 
+/**
+ * Every service's RSS once the stack has settled: sampled every `everyMs` until, for every service, the
+ * last `samples` readings lie within `tolerance` of each other (or `maxMs` passed), then the median of
+ * those readings per service. A one-time step (a session opened, moved between threads or released; a
+ * heap grown or given back) settles; a leak under load does not go away when the load stops.
+ */
+export async function settledRss(stack: Stack, { everyMs = 500, samples = 6, tolerance = 0.03, maxMs = 30_000 } = {}): Promise<Record<string, number>> {
+  const history: Array<Record<string, number>> = [];
+  const started = Date.now();
+  for (;;) {
+    history.push(stackRss(stack));
+    const last = history.slice(-samples);
+    const names = Object.keys(last[last.length - 1]!);
+    const steady = last.length === samples && names.every((n) => {
+      const v = last.map((h) => h[n] ?? 0);
+      return Math.max(...v) <= (1 + tolerance) * Math.min(...v);
+    });
+    if (steady || Date.now() - started >= maxMs) {
+      return Object.fromEntries(names.map((n) => {
+        const v = last.map((h) => h[n] ?? 0).sort((a, b) => a - b);
+        return [n, v[Math.floor(v.length / 2)]!];
+      }));
+    }
+    await sleep(everyMs);
+  }
+}
+
 /** Services of the stack that died (exit code or signal), other than those the test killed. */
 export function deadServices(stack: Stack, killed: ReadonlySet<number | undefined> = new Set()): string[] {
   return stack.services.filter((s) => !killed.has(s.process.pid) && (s.process.exitCode !== null || s.process.signalCode !== null)).map((s) => `${s.name} (pid ${s.process.pid}, code ${s.process.exitCode}, signal ${s.process.signalCode})`);

@@ -34,7 +34,7 @@ export interface ReconnectEvent {
 export interface ResendOptions {
   /** Times one request is sent again at most. @default 3 */
   maxResends?: number;
-  /** A request is not sent again sooner than this after its last send, ms. @default 500 */
+  /** A copy is not sent again sooner than this after the last copy, ms (the first send is always sent again). @default 500 */
   minIntervalMs?: number;
   /** Wait before trying a resend again that found no responder, ms. @default 250 */
   noResponderRetryMs?: number;
@@ -84,7 +84,10 @@ export class ResendingRequester {
   resendWaiting(reason: string): number {
     let n = 0;
     for (const f of this.inFlight) {
-      if (f.resends >= this.maxResends || this.now() - f.lastSentMs < this.minIntervalMs) continue;
+      // The first send is always sent again, however recent: it may have gone to the node or the
+      // dispatcher that is gone. Only copies are spaced by minIntervalMs (one drop announced by
+      // several services at once sends each request once more, not once per announcement).
+      if (f.resends >= this.maxResends || (f.resends > 0 && this.now() - f.lastSentMs < this.minIntervalMs)) continue;
       f.resend();
       n++;
     }
