@@ -3,8 +3,8 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import cliProgress from "cli-progress";
 import { connect, headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import { contentTypes, costSummarySchema, decodeTensors, encodeTensors, forecastMessageSchema, headers, subjects, workerReportSchema, type CostSummary, type VariantRecord } from "@sloserve/contracts";
-import { createRng, profiledLatencyAt, quantile, toVariantProfile, type VariantProfile } from "@sloserve/policy";
+import { contentTypes, costSummarySchema, decodeTensors, encodeTensors, forecastMessageSchema, headers, servingStates, subjects, workerReportSchema, type CostSummary, type VariantRecord, type VariantState } from "@sloserve/contracts";
+import { DEFAULT_MACHINE_PLAN_CONFIG, createRng, initialSloMonitorState, observeRequest, profiledLatencyAt, quantile, toVariantProfile, type VariantProfile } from "@sloserve/policy";
 import {
   AUTO_PEAK_WORKERS,
   DEFAULT_TWITTER_TRACE,
@@ -14,6 +14,7 @@ import {
   renderReplaySvg,
   replayArrivals,
   replayConfig,
+  replayLaunches,
   replaySchedule,
   replaySeriesRows,
   replayStackEnv,
@@ -216,6 +217,10 @@ let lastForecast: number | undefined;
 let lastCost: CostSummary | undefined;
 /** When the vm-autoscaler decided to terminate each worker (EC2 stops billing at the request; the local provider's ledger bills the drain too). */
 const terminateAsked = new Map<string, number>();
+/** The vm-autoscaler's launch decisions (for the launch-by-launch account). */
+const launchDecisions: Array<{ atMs: number; kind: string; reason: string }> = [];
+/** When the vm-autoscaler last ticked (its decisions carry the tick's time; a plan is published every tick while forecasts come). */
+let vmTickAtMs: number | undefined;
 const decisionsLog = createWriteStream(join(outDir, "decisions-live.jsonl"));
 const parseErrors = { count: 0 };
 const onBad = (what: string, err: unknown): void => {
@@ -265,6 +270,8 @@ const subs: Subscription[] = [
       const d = m.json<Record<string, unknown>>();
       decisionsLog.write(`${JSON.stringify({ subject: m.subject, ...d })}\n`);
       if (m.subject.startsWith("decision.vm.") && d.action === "terminate" && typeof d.worker === "string" && typeof d.atMs === "number" && !terminateAsked.has(d.worker)) terminateAsked.set(d.worker, d.atMs);
+      if (m.subject.startsWith("decision.vm.") && d.action === "launch" && typeof d.atMs === "number") launchDecisions.push({ atMs: d.atMs, kind: String(d.kind), reason: String(d.reason) });
+      if (m.subject.startsWith("decision.vm.") && d.action === "plan" && typeof d.atMs === "number") vmTickAtMs = Math.max(vmTickAtMs ?? 0, d.atMs);
     },
   }),
 ];
@@ -284,13 +291,23 @@ interface Outcome {
   fnDollars: number;
 }
 const outcomes: Outcome[] = [];
+/**
+ * The SLO monitor's memory of the queries before the window (warm-ups, settling), as the replay sees
+ * them: libs/policy `observeRequest` over each outcome in the order they come back, with the monitor's
+ * decay; the vm-autoscaler's counts the executors' late answers and errors, the same queries.
+ */
+let warmMemory = initialSloMonitorState;
 let inFlight = 0;
 const MAX_IN_FLIGHT = 2000;
 
 /** Sends one model-less query over NATS (binary tensors, the SLO in headers); its outcome is recorded whatever happens. */
 function send(dueMs = 0): Promise<void> {
   const sentMs = Date.now();
-  const record = (o: Omit<Outcome, "dueMs" | "sentMs" | "doneMs">): void => void outcomes.push({ dueMs, sentMs, doneMs: Date.now(), ...o });
+  const record = (o: Omit<Outcome, "dueMs" | "sentMs" | "doneMs">): void => {
+    const doneMs = Date.now();
+    outcomes.push({ dueMs, sentMs, doneMs, ...o });
+    if (!measuring) warmMemory = observeRequest(warmMemory, !o.ok || doneMs - sentMs > sloMs);
+  };
   if (inFlight >= MAX_IN_FLIGHT) {
     record({ ok: false, code: "client_backlog", fn: false, cold: false, fnMs: 0, fnDollars: 0 });
     return Promise.resolve();
@@ -364,29 +381,48 @@ async function fleetBack(): Promise<number> {
   return up();
 }
 say(`${functionsWarm} function container(s) warm (${burstFn.length} of the burst went to functions)`);
-// Settle: the burst's late answers are in the SLO monitor's memory (~1000 queries, libs/policy
-// slo-monitor.ts) and would make it launch workers inside the window, which the simulator (no burst)
-// would not: 3000 queries at the first minute's rate, at least 50/s, make it forget them (0.999^3000 ≈ 5%).
+// Settle: the warm-ups' late answers (the variant's first load, the burst) are in the SLO monitor's
+// memory (~1000 queries, libs/policy slo-monitor.ts); carried into the window they would make it launch
+// on misses that the simulator, which starts with an empty memory, never had. Queries at the first
+// minute's rate (at least 50/s): 3000 (0.999^3000 ≈ 5% of what it remembered), then more, 1000 at a
+// time, while its miss fraction is still above a tenth of its threshold (1 − SLmin), 12 000 at most;
+// never more than the window's own queries (a short check is not held up by it).
+const SETTLE_MIN = Math.min(3000, arrivals.length);
+const SETTLE_MAX = Math.min(12_000, Math.max(SETTLE_MIN, arrivals.length));
+const settleMissBound = 0.1 * (1 - DEFAULT_MACHINE_PLAN_CONFIG.slMin);
+let settled = 0;
 {
-  const settle = Math.min(3000, arrivals.length);
   const rate = Math.max(50, schedule.replayQps[0] ?? 0);
-  say(`settling: ${settle} queries at ${rate.toFixed(0)}/s...`);
-  const sends: Array<Promise<void>> = [];
-  const started = Date.now();
-  for (let i = 0; i < settle; i++) {
-    const due = started + (i * 1000) / rate;
-    if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
-    sends.push(send());
-  }
-  await Promise.all(sends);
+  say(`settling: at least ${SETTLE_MIN} queries at ${rate.toFixed(0)}/s, until the SLO monitor's miss fraction is under ${(settleMissBound * 100).toFixed(2)}% (now ${(warmMemory.missFraction * 100).toFixed(2)}%)...`);
+  /** Sends n queries at the rate from now on, and waits for their answers. */
+  const settle = async (n: number): Promise<void> => {
+    const sends: Array<Promise<void>> = [];
+    const started = Date.now();
+    for (let i = 0; i < n; i++) {
+      const due = started + (i * 1000) / rate;
+      if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
+      sends.push(send());
+    }
+    settled += n;
+    await Promise.all(sends);
+  };
+  await settle(SETTLE_MIN);
+  while (warmMemory.missFraction > settleMissBound && settled < SETTLE_MAX) await settle(Math.min(1000, SETTLE_MAX - settled));
   outcomes.length = 0;
-  say(`fleet at ${await fleetBack()} worker(s)`);
+  say(`settled after ${settled} queries: the SLO monitor's miss fraction ${(warmMemory.missFraction * 100).toFixed(2)}%${warmMemory.missFraction > settleMissBound ? ` (still above ${(settleMissBound * 100).toFixed(2)}% after ${SETTLE_MAX}: the window starts with it)` : ""}; fleet at ${await fleetBack()} worker(s)`);
 }
 // What the stack's worker runs now (after the warm-ups): the simulator starts from it.
+// (Interfered and Overloaded instances serve too: they are loaded; the states at the start are reported.)
 const statusAfter = (await (await fetch(`${baseUrl}/v1/status`)).json()) as { instances: Array<{ variant: string; worker: string; state: string }> };
 preload.clear();
-for (const i of statusAfter.instances) if (variants.some((v) => v.name === i.variant) && i.state === "active") preload.set(i.variant, (preload.get(i.variant) ?? 0) + 1);
-say(`starting the window from ${[...preload].map(([v, n]) => `${v} ×${n}`).join(", ") || "nothing active"}`);
+const startStates: Record<string, string> = {};
+for (const i of statusAfter.instances) {
+  if (!variants.some((v) => v.name === i.variant)) continue;
+  startStates[`${i.variant}@${i.worker}`] = i.state;
+  if (servingStates.has(i.state as VariantState)) preload.set(i.variant, (preload.get(i.variant) ?? 0) + 1);
+}
+const windowStart = { settle_queries: settled, slo_miss_fraction: warmMemory.missFraction, workers: [...workerSeen.values()].filter((w) => Date.now() - w.last <= 1500).length, instance_states: startStates };
+say(`starting the window from ${Object.entries(startStates).map(([k, st]) => `${k} ${st}`).join(", ") || "nothing loaded"}`);
 
 // The replay: open loop, each query at its arrival time.
 const seconds = Math.ceil(schedule.durationMs / 1000);
@@ -395,7 +431,13 @@ const liveForecast: number[] = [];
 const bar = values["no-progress"]
   ? undefined
   : new cliProgress.SingleBar({ format: "[replay] {bar} {percentage}% | trace minute {minute} | {value}/{total} queries | answered {answered} failed {failed} | in flight {inflight} | workers {workers}", hideCursor: true, noTTYOutput: false }, cliProgress.Presets.shades_classic);
-const t0 = Date.now() + 200;
+// The window starts on a tick of the live vm-autoscaler (both tick every vmTickMs, from when each
+// starts): its ticks then fall at the same seconds of the window as the simulator's (vmTickMs, 2·vmTickMs,
+// …), and a burst of a second or two is measured over the same interval on both sides; started at
+// another phase, one side's 2 s utilisation window could straddle a burst the other's holds whole.
+const earliest = Date.now() + 200;
+const t0 = vmTickAtMs === undefined ? earliest : vmTickAtMs + Math.ceil((earliest - vmTickAtMs) / config.vmTickMs) * config.vmTickMs;
+if (vmTickAtMs === undefined) say("warning: no vm-autoscaler tick seen (no plan decision): the window starts at any phase of its ticks");
 measuring = true;
 bar?.start(arrivals.length, 0, { minute: startMinute, answered: 0, failed: 0, inflight: 0, workers: 0 });
 const workersUp = (now: number): number => [...workerSeen.values()].filter((w) => now - w.last <= 1500).length;
@@ -454,15 +496,12 @@ const fnAnswers = answered.filter((o) => o.fn);
 const liveFunctionDollars = fnAnswers.reduce((s, o) => s + o.fnDollars, 0);
 // Billed as EC2 bills (and as the simulator does): until the termination was asked for, not until the
 // executor process has drained and exited, which the local provider's ledger counts.
-const liveMachineDollars = traceDollars(
-  inWindow.map((i) => {
-    const asked = terminateAsked.get(i.worker);
-    return { ...i, endedAtMs: asked !== undefined && asked >= i.launchedAtMs ? Math.min(asked, i.endedAtMs ?? Infinity) : i.endedAtMs };
-  }),
-  speedup,
-  t0,
-  windowEnd,
-);
+const billedLive = inWindow.map((i) => {
+  const asked = terminateAsked.get(i.worker);
+  return { ...i, endedAtMs: asked !== undefined && asked >= i.launchedAtMs ? Math.min(asked, i.endedAtMs ?? Infinity) : i.endedAtMs };
+});
+const liveMachineDollars = traceDollars(billedLive, speedup, t0, windowEnd);
+const liveLaunches = replayLaunches(billedLive, launchDecisions, speedup, t0, windowEnd);
 const ledgerMachineDollars = traceDollars(inWindow, speedup, t0, windowEnd);
 const failedByCode: Record<string, number> = {};
 for (const o of outcomes) if (!o.ok) failedByCode[o.code] = (failedByCode[o.code] ?? 0) + 1;
@@ -542,7 +581,9 @@ const report = {
   command: `npm run replay -- ${process.argv.slice(2).join(" ")}`,
   date: new Date().toISOString(),
   trace: values.trace,
-  window: { start_minute: startMinute, minutes, gap_minutes_filled: schedule.gapMinutes, peak_qps: peakQps, speedup, duration_s: schedule.durationMs / 1000 },
+  window: { start_minute: startMinute, minutes, gap_minutes_filled: schedule.gapMinutes, peak_qps: peakQps, speedup, duration_s: schedule.durationMs / 1000, started_at_ms: t0 },
+  /** The live side's state when the window started (the simulator's: the same instances, Active; an empty SLO memory; the static workers). */
+  window_start: windowStart,
   settings: { ...configReport(config), stack_env: { ...env.all, ...env.vmAutoscaler }, stack: values.base ? "given (--base)" : "started by the replay" },
   variants,
   measured: { ...measured, slowdown_by_second: slowdownSeries.map((x) => Math.round(x * 100) / 100) },
@@ -550,6 +591,8 @@ const report = {
   sim: simResult.summary,
   sim_as_profiled: simProfiled.summary,
   cost_ratio_live_over_sim: simResult.summary.cost_dollars > 0 ? live.cost_dollars / simResult.summary.cost_dollars : null,
+  /** Launch by launch, both sides: when (s of the window), how long billed (real s), $ (trace time), why; each side's sum is its machine_dollars. */
+  launches: { live: liveLaunches, sim: simResult.launches },
   series: rows,
 };
 writeFileSync(join(outDir, "replay.json"), JSON.stringify(report, null, 1));
@@ -561,6 +604,8 @@ const fmt = (s: ReplaySummary): string =>
 say(`live: ${fmt(live)}`);
 say(`sim:  ${fmt(simResult.summary)}`);
 say(`sim, profiles alone: ${fmt(simProfiled.summary)}`);
+const held = (xs: ReadonlyArray<{ at_s: number; held_s: number }>): string => xs.map((x) => `${Math.round(x.at_s)}+${x.held_s.toFixed(1)}`).join(" ");
+say(`launches, s of the window + s billed: live ${held(liveLaunches)}; sim ${held(simResult.launches)}`);
 say(`wrote ${join(outDir, "replay.json")}, replay.svg, decisions-live.jsonl, decisions-sim.json`);
 
 for (const s of subs) s.unsubscribe();

@@ -42,7 +42,9 @@ describe("replay", () => {
       live: Record<(typeof KEYS)[number], number>;
       sim: Record<(typeof KEYS)[number], number>;
       series: Array<{ t_s: number; trace_minute: number; live?: Record<string, number | null>; sim: Record<string, number | null> }>;
-      window: { duration_s: number; speedup: number };
+      window: { duration_s: number; speedup: number; started_at_ms: number };
+      window_start: { settle_queries: number; slo_miss_fraction: number };
+      launches: Record<"live" | "sim", Array<{ at_s: number; held_s: number; dollars: number; reason: string }>>;
     };
     for (const side of ["live", "sim"] as const) {
       for (const k of KEYS) expect(typeof report[side][k], `${side}.${k}`).toBe("number");
@@ -56,6 +58,15 @@ describe("replay", () => {
     }
     // The same arrivals on both sides.
     expect(report.sim.queries).toBe(report.live.queries);
+    // Launch by launch: each side's launches add up to its machine_dollars.
+    for (const side of ["live", "sim"] as const) {
+      const machineDollars = (report[side] as unknown as { machine_dollars: number }).machine_dollars;
+      expect(report.launches[side].reduce((a, l) => a + l.dollars, 0), side).toBeCloseTo(machineDollars, 9);
+    }
+    // The window's start: settled, and on a tick of the live vm-autoscaler.
+    expect(report.window_start.settle_queries).toBeGreaterThan(0);
+    expect(report.window_start.slo_miss_fraction).toBeGreaterThanOrEqual(0);
+    expect(typeof report.window.started_at_ms).toBe("number");
     expect(report.window.speedup).toBe(12);
     expect(report.series.length).toBe(Math.ceil(report.window.duration_s));
     const sent = report.series.reduce((a, r) => a + Number(r.live?.load ?? 0), 0);

@@ -27,11 +27,17 @@
  *     - demand D_k(t) = Σ over k's apps of F_a(t) / C(a, k) workers; Algorithm 1 plans it with
  *       one candidate type per kind (capacity 1 worker × `targetUtilization`, 0.8 as INFaaS's threshold;
  *       launch overhead = boot time's price; the running workers first, at no overhead).
- *     Launches go out at once; destroys only after the cool-down: the plan never goes below the largest
- *     count of the plans of the last `cooldownMs` (MArk's plan history), and not for a kind where an
- *     app seen on its workers has no fresh forecast (the plan would not know its demand) or where (a)
- *     asks for more this tick. The running workers are offered to the plan in the order in which they
- *     should stay (not ours to terminate, serving, booting, then idle), so destroys take idle ones.
+ *     Launches go out at once; destroys only after the cool-down (MArk: "destroying requests should be
+ *     sent after a predefined cool-down period"): the plan never goes below the largest count of the
+ *     plans of the last `cooldownMs` (MArk's plan history), it gives back no worker launched less than
+ *     `cooldownMs` ago (the history holds only the plan's own launches: a worker that (a), (c), a
+ *     replacement or a standby launched would otherwise go at the plan's next period, before it has
+ *     booted or served — launched for nothing, and whether it goes one tick earlier or later then
+ *     hangs on its boot racing the tick), and it gives none back for a kind where an app seen on its
+ *     workers has no fresh forecast (the plan would not know its demand) or where (a) asks for more
+ *     this tick. The running workers are offered to the plan in the order in which they should stay
+ *     (not ours to terminate, inside the billing minimum or the cool-down, serving, booting, then idle),
+ *     so destroys take idle ones.
  * (c) **MArk SLO monitor** (§4.1, §4.4; slo-monitor.ts): per app, the weighted fraction of recent
  *     queries answered after their SLO (or not at all: errors, deadline_exceeded) is compared with
  *     1 − SLmin (SLmin 98% by default, per app in `slMinByApp`) every `sloPeriodMs` (10 s); above it,
@@ -59,7 +65,8 @@
  * (idle, predictive): the worker is `managed` (launched by this autoscaler's provider: workers started
  * otherwise — by the stack, docker-compose, an operator — are never terminated, only replaced when
  * lost); it has run at least the billing minimum (EC2 bills 60 s anyway); at least the kind's
- * `minWorkers` stay. A termination a guard blocks becomes a "hold" with the guard's reason.
+ * `minWorkers` stay; and for the plan's destroys, it was launched at least `cooldownMs` ago (b). A
+ * termination a guard blocks becomes a "hold" with the guard's reason.
  *
  * Shape (Ray Serve): `planMachines(ctx) -> { decisions, state }`; the rules' memories (idle clocks,
  * plan history, SLO monitors, replaced and noticed workers) come in and go out in `state`. Every
@@ -366,6 +373,14 @@ export function planMachines(input: MachinePlanContext): MachinePlanResult {
     if (ranMs < cfg.billingMinimumMs) return { ok: false, why: `${w.name} has run ${r1(ranMs / 1000)} s, inside the ${cfg.billingMinimumMs / 1000} s billing minimum` };
     return { ok: true, why: "" };
   };
+  /** The plan's guard on top (b): no worker goes within the cool-down of its launch. */
+  const planTerminable = (w: MachineView): { ok: boolean; why: string } => {
+    const g = terminable(w);
+    if (!g.ok || w.launchedAtMs === undefined) return g;
+    const ranMs = nowMs - w.launchedAtMs;
+    if (ranMs < cfg.cooldownMs) return { ok: false, why: `${w.name} was launched ${r1(ranMs / 1000)} s ago, inside the ${cfg.cooldownMs / 1000} s cool-down` };
+    return g;
+  };
 
   // (b) inputs: forecasts, capacities, the kind of each app.
   const forecasts = (ctx.forecasts ?? []).filter((f) => nowMs - f.atMs <= cfg.forecastMaxAgeMs && f.values.length > 0 && f.stepMs > 0);
@@ -497,7 +512,7 @@ export function planMachines(input: MachinePlanContext): MachinePlanResult {
       }
       const running = ruled
         .filter((w) => w.kind === kind)
-        .map((w) => ({ w, rank: !terminable(w).ok ? 0 : w.serving ? 1 : w.booting ? 2 : 3 }))
+        .map((w) => ({ w, rank: !w.managed || w.launchedAtMs === undefined ? 0 : !planTerminable(w).ok ? 1 : w.serving ? 2 : w.booting ? 3 : 4 }))
         .sort((a, b) => a.rank - b.rank || (b.w.launchedAtMs ?? 0) - (a.w.launchedAtMs ?? 0) || byName(a.w, b.w))
         .map(({ w }) => ({ id: w.name, type: kind }));
       const d = planProvisioning({
@@ -584,7 +599,7 @@ export function planMachines(input: MachinePlanContext): MachinePlanResult {
     for (const id of p.destroys) {
       const w = ruled.find((x) => x.name === id);
       if (!w || terminated.has(id)) continue;
-      const g = terminable(w);
+      const g = planTerminable(w);
       if (!g.ok) {
         if (w.managed) decisions.push({ action: "hold", kind, worker: id, reason: `the predictive plan gives ${id} back, but ${g.why}` });
         continue;

@@ -17,12 +17,12 @@ import { VmAutoscalerController } from "../src/controller.js";
  *
  * The record (a stack worker w0, unmanaged, 25 answers/s, 50% busy, forecast 10 q/s = one worker):
  * - seconds 5-6: a machine hiccup, 27 of 38 answers late each second (reports/replay-live showed 54
- *   in 2 s). Tick 6: f = (1 − 0.999⁷⁶) × 54/76 = 5.2% > 2% → one SLO launch; tick 8: nothing missed, the
- *   plan gives it back. From tick 18 (the monitor's 5 periods over) f is still above 2% but nothing
+ *   in 2 s). Tick 6: f = (1 − 0.999⁷⁶) × 54/76 = 5.2% > 2% → one SLO launch; nothing missed since, and
+ *   the plan gives it back once the cool-down since its launch is over (tick 12 ≥ 6 + 5.417). From tick 18 (the monitor's 5 periods over) f is still above 2% but nothing
  *   missed: holds, no relaunch (live, before: relaunches every 12 s, each worker given back unbooted).
  * - second 14: 95% busy for one second, 50% the second before: the tick's mean is 72.5%, under 80%, so
  *   no INFaaS launch (live, before: the latest report alone, 95%, launched one the simulator did not).
- * - seconds 21-22: 90% busy → INFaaS launches at tick 22; at tick 24 the plan gives it back.
+ * - seconds 21-22: 90% busy → INFaaS launches at tick 22; at tick 28 (≥ 22 + 5.417) the plan gives it back.
  */
 
 const T0 = 1_800_000_000_000;
@@ -138,7 +138,7 @@ describe("vm-autoscaler: the shell decides as the plan on the same record", () =
       }
     }
 
-    const want = ["t=6 launch slo", "t=8 terminate L1 predictive", "t=22 launch infaas", "t=24 terminate L2 predictive"];
+    const want = ["t=6 launch slo", "t=12 terminate L1 predictive", "t=22 launch infaas", "t=28 terminate L2 predictive"];
     expect(brief(plan)).toEqual(want);
     expect(brief(shell)).toEqual(want);
     // After the monitor's cool-down, f is still above 2% but nothing missed: it holds instead of relaunching.

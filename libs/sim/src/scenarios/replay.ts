@@ -80,6 +80,13 @@ export interface ReplayConfig extends Required<ReplayOptions> {
   billingMinimumMs: number;
   planPeriodMs: number;
   sloPeriodMs: number;
+  /**
+   * The VM autoscaler's tick (its TICK_MS, left at its default: the model autoscaler reads a TICK_MS
+   * of its own, and `--print-env` gives every service the same environment; the simulator's
+   * `vmPeriodMs`), not compressed: a service's tick. The live window starts on one of its ticks, so
+   * that both sides tick at the same seconds of the window (scripts/replay.ts).
+   */
+  vmTickMs: number;
   /** Forecaster: unit and sample window (whole seconds), units per season (a trace day), horizon. */
   unitS: number;
   sampleS: number;
@@ -112,6 +119,7 @@ export function replayConfig(o: ReplayOptions): ReplayConfig {
     billingMinimumMs: Math.round((TRACE_TIME.billingMinimumS * 1000) / k),
     planPeriodMs: unitS * 1000,
     sloPeriodMs: Math.max(1, Math.round((TRACE_TIME.sloPeriodS * 1000) / k)),
+    vmTickMs: 2000,
     unitS,
     sampleS: unitS >= 5 && unitS % 5 === 0 ? 5 : 1,
     season: Math.max(2, Math.round(86_400 / (k * unitS))),
@@ -232,6 +240,42 @@ export function traceDollars(instances: readonly BilledInstance[], speedup: numb
   return sum;
 }
 
+/** One machine the autoscaler launched, as replay.json's `launches` lists it (both sides alike). */
+export interface ReplayLaunch {
+  /** Launched at this second of the window (real; negative: before it, still billed inside it). */
+  at_s: number;
+  /** Real seconds billed inside the window (launch, or the window's start, to the termination asked, or its end). */
+  held_s: number;
+  /** What it costs in trace time ({@link traceDollars}). */
+  dollars: number;
+  /** Why: the launch decision's trigger and reason. */
+  reason: string;
+}
+
+/**
+ * Each launched machine with the decision that launched it (the latest launch decision of its kind at
+ * or before its launch) and what it costs inside [fromMs, toMs]: the launch-by-launch account of a side's
+ * `machine_dollars` (their sum). Machines billed nowhere inside the window are left out.
+ */
+export function replayLaunches(
+  machines: ReadonlyArray<BilledInstance & { kind: string }>,
+  decisions: ReadonlyArray<{ atMs: number; kind: string; reason: string }>,
+  speedup: number,
+  fromMs: number,
+  toMs: number,
+): ReplayLaunch[] {
+  const out: ReplayLaunch[] = [];
+  for (const m of [...machines].sort((a, b) => a.launchedAtMs - b.launchedAtMs)) {
+    const start = Math.max(fromMs, m.launchedAtMs);
+    const end = Math.min(toMs, m.endedAtMs ?? toMs);
+    if (end < start || m.launchedAtMs > toMs) continue;
+    let why: string | undefined;
+    for (const d of decisions) if (d.kind === m.kind && d.atMs <= m.launchedAtMs) why = d.reason;
+    out.push({ at_s: (m.launchedAtMs - fromMs) / 1000, held_s: (end - start) / 1000, dollars: traceDollars([m], speedup, fromMs, toMs), reason: why ?? "?" });
+  }
+  return out;
+}
+
 /** The figures each side reports (replay.json's `live` and `sim`). */
 export interface ReplaySummary {
   queries: number;
@@ -300,6 +344,8 @@ export interface ReplaySimResult {
   series: ReplaySideSeries;
   /** The autoscalers' decisions with their reasons (the first 5000). */
   log: Array<{ tMs: number; source: string; action: string; reason: string }>;
+  /** Launch by launch: when, how long billed, what it cost, why ({@link replayLaunches}). */
+  launches: ReplayLaunch[];
 }
 
 /** The simulator's side of a replay. */
@@ -357,6 +403,7 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
     ...(input.preload ? { preload: input.preload } : {}),
     sloMsByModel: Object.fromEntries(variants.map((v) => [v.model, c.sloMs])),
     monitorWindowMs: 5000,
+    vmPeriodMs: c.vmTickMs,
     vmConfig: { minWorkersPerKind: c.staticWorkers, maxWorkersPerKind: c.maxWorkers },
     planConfig: { cooldownMs: c.cooldownMs, billingMinimumMs: c.billingMinimumMs, planPeriodMs: c.planPeriodMs, sloPeriodMs: c.sloPeriodMs },
     kinds: { cpu: { bootMs: c.planBootMs, resources: { threads: c.workerThreads, memoryBytes: Infinity } } },
@@ -399,12 +446,9 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
   const res = sim.run();
 
   const launched = sim.machines.filter((m) => !initial.has(m));
-  const machineDollars = traceDollars(
-    launched.map((m) => ({ pricePerHour: m.pricePerS * 3600, launchedAtMs: m.billedFromMs, endedAtMs: m.billedToMs })),
-    c.speedup,
-    0,
-    input.durationMs,
-  );
+  const billed = launched.map((m) => ({ kind: m.kind, pricePerHour: m.pricePerS * 3600, launchedAtMs: m.billedFromMs, endedAtMs: m.billedToMs }));
+  const machineDollars = traceDollars(billed, c.speedup, 0, input.durationMs);
+  const launchDecisions = system.log.filter((e) => e.source === "vm-autoscaler" && e.action.startsWith("add ")).map((e) => ({ atMs: e.tMs, kind: e.action.slice(4), reason: e.reason }));
   const functionDollars = res.functionCostDollars;
   const failedByCode: Record<string, number> = {};
   for (const [reason, n] of Object.entries(res.droppedByReason)) failedByCode[reason] = n;
@@ -428,6 +472,7 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
     summary,
     series: { load: pad(res.series.arrivals), forecast: Array.from({ length: seconds }, (_, i) => forecast[i] ?? NaN), workers: pad(workers), overflow: pad(overflowPerSecond), misses: pad(res.series.missed) },
     log: system.log.map((e) => ({ ...e })),
+    launches: replayLaunches(billed, launchDecisions, c.speedup, 0, input.durationMs),
   };
 }
 

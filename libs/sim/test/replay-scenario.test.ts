@@ -1,0 +1,60 @@
+import { describe, expect, it } from "vitest";
+import { REPLAY_DEFAULT_PROFILE, replayArrivals, replayConfig, replayLaunches, replaySchedule, runReplaySim, traceDollars } from "../src/index.js";
+
+/**
+ * The live replay's simulator side (scenarios/replay.ts) and the launch-by-launch account both sides
+ * of replay.json get (`launches`): every launched machine with the decision that launched it, how long
+ * it was billed inside the window and what that cost in trace time.
+ */
+
+describe("replay: launch by launch", () => {
+  it("replay - each machine is attributed to the launch decision before it, and the launches sum to machine_dollars", () => {
+    const price = 0.17;
+    const machines = [
+      { kind: "cpu", pricePerHour: price, launchedAtMs: 500, endedAtMs: 1500 }, // before the window, billed 500 ms in it
+      { kind: "cpu", pricePerHour: price, launchedAtMs: 1000 + 4000, endedAtMs: 1000 + 10_000 },
+      { kind: "cpu", pricePerHour: price, launchedAtMs: 1000 + 20_000, endedAtMs: null }, // to the window's end
+      { kind: "cpu", pricePerHour: price, launchedAtMs: 0, endedAtMs: 900 }, // ended before the window: not listed
+    ];
+    const decisions = [
+      { atMs: 400, kind: "cpu", reason: "SLO monitor: warm-up" },
+      { atMs: 1000 + 4000, kind: "cpu", reason: "INFaaS: utilisation" },
+      { atMs: 1000 + 19_990, kind: "gpu", reason: "another kind" },
+    ];
+    const got = replayLaunches(machines, decisions, 144, 1000, 1000 + 30_000);
+    expect(got.map((l) => [l.at_s, l.held_s, l.reason])).toEqual([
+      [-0.5, 0.5, "SLO monitor: warm-up"],
+      [4, 6, "INFaaS: utilisation"],
+      [20, 10, "INFaaS: utilisation"],
+    ]);
+    const sum = got.reduce((s, l) => s + l.dollars, 0);
+    expect(sum).toBeCloseTo(traceDollars(machines, 144, 1000, 1000 + 30_000), 12);
+  });
+
+  it("replay - a burst's launch is billed at least the cool-down on the simulator's side, and the account adds up", () => {
+    // 300 trace minutes at 144× (125 s): 15 q/s, and 10 minutes (4.2 s) at 70 q/s, near the one
+    // worker's profiled peak (71 q/s) → INFaaS launches; the plan (forecast ≈ 0.3 worker) gives each
+    // launch back only once its cool-down (5.417 s) is over.
+    const counts = Array.from({ length: 300 }, (_, m) => (m >= 150 && m < 160 ? 70 : 15) * 60);
+    const config = replayConfig({ speedup: 144, app: "heavy", sloMs: 1000, minAccuracy: 0 });
+    const s = replaySchedule({ binMs: 60_000, counts }, { startMinute: 0, minutes: 300, peakQps: 70 }, config.speedup);
+    const r = runReplaySim({
+      config,
+      arrivalsMs: replayArrivals(s, 1),
+      durationMs: s.durationMs,
+      variants: [REPLAY_DEFAULT_PROFILE],
+      preload: [{ variant: REPLAY_DEFAULT_PROFILE.name, count: 1 }],
+      bootMs: 1900,
+      functionColdStartMs: 2000,
+      functionWarmMs: 20,
+      seed: 1,
+    });
+    expect(r.summary.launches).toBeGreaterThan(0);
+    expect(r.launches.length).toBe(r.summary.launches);
+    for (const l of r.launches) {
+      expect(l.held_s, JSON.stringify(l)).toBeGreaterThanOrEqual(config.cooldownMs / 1000);
+      expect(l.reason).toMatch(/INFaaS|SLO monitor|predictive/);
+    }
+    expect(r.launches.reduce((sum, l) => sum + l.dollars, 0)).toBeCloseTo(r.summary.machine_dollars, 12);
+  });
+});
