@@ -35,7 +35,9 @@ function benchVariant(v: VariantProfile, i: number): VariantProfile {
     gpu: [pricePerSecond("p3.2xlarge"), { gpus: 1 }],
   };
   const [pricePerS, resources] = share[String(v.hardware)] ?? [v.pricePerS, v.resources ?? {}];
-  return { ...v, name: `app${i}-${v.name}`, model: `app${i}-resnet50`, pricePerS, resources };
+  // Frozen: nothing changes a variant once built, and the model autoscaler's plan checks a catalog
+  // that cannot change the faster (libs/policy model-actions.ts `asScaledVariant`).
+  return Object.freeze({ ...v, name: `app${i}-${v.name}`, model: `app${i}-resnet50`, pricePerS, resources: Object.freeze({ ...resources }) });
 }
 
 export function stackBenchmark(o: StackBenchOptions): { result: SimResult; decisions: number } {

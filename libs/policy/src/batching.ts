@@ -96,15 +96,17 @@ export interface BatchStep {
 
 /**
  * One step of a batcher that is free to start a batch (`busy` false) or not: the late head first,
- * then {@link decideBatch} over the rest. `expectedRunMs(b)` is the expected run time of a batch of b.
+ * then {@link decideBatch} over the rest. `expectedRunMs(b)` is the expected run time of a batch of b,
+ * or a {@link RunTimeEstimate} (its `expectedMs(b, nowMs)`: the same, without a closure per batcher,
+ * which the simulator calls once or twice per query).
  * Shedding happens only when the batcher could start a batch (a busy one is asked again when it frees).
  * Steps and decisions may be shared between calls (frozen, see `batchStep`): treat them as read-only.
  */
-export function planBatch(queue: BatchQueueView, busy: boolean, nowMs: number, policy: BatchPolicy, expectedRunMs: (size: number) => number, shedLate = true): BatchStep {
+export function planBatch(queue: BatchQueueView, busy: boolean, nowMs: number, policy: BatchPolicy, expectedRunMs: ((size: number) => number) | RunTimeEstimate, shedLate = true): BatchStep {
   if (busy) return NONE_BUSY;
   let late = 0;
   if (shedLate) {
-    const alone = expectedRunMs(1);
+    const alone = typeof expectedRunMs === "function" ? expectedRunMs(1) : expectedRunMs.expectedMs(1, nowMs);
     while (late < queue.length && cannotFinishInTime(queue.deadlineMs(late), nowMs, alone)) late++;
   }
   const rest = queue.length - late;
@@ -112,7 +114,7 @@ export function planBatch(queue: BatchQueueView, busy: boolean, nowMs: number, p
   const decision = first.decision;
   if (decision.action !== "wait") return late === 0 ? first : { late, decision };
   // The latest start at which every waiting query still finishes by its deadline (the batch as it is now).
-  const run = expectedRunMs(rest);
+  const run = typeof expectedRunMs === "function" ? expectedRunMs(rest) : expectedRunMs.expectedMs(rest, nowMs);
   let latestStart = Infinity;
   for (let i = late; i < queue.length; i++) latestStart = Math.min(latestStart, queue.deadlineMs(i) - run);
   if (latestStart <= nowMs + 1e-9) return { late, decision: { action: "run", size: rest, reason: "a waiting query's deadline cannot wait for Wbatch" } };
@@ -149,8 +151,17 @@ export class RunTimeEstimate {
   /** When the last batch was observed (ms); -Infinity before the first. */
   private lastObservedMs = -Infinity;
 
-  /** @param profiledMs T(b) from the profile, or undefined for an unprofiled variant. */
-  constructor(private readonly profiledMs?: (size: number) => number) {}
+  /**
+   * @param profiledMs T(b) from the profile (a function, or an object whose `latencyMs(b)` gives it:
+   * the same, without a closure per estimate), or undefined for an unprofiled variant.
+   */
+  constructor(private readonly profiledMs?: ((size: number) => number) | { latencyMs(size: number): number }) {}
+
+  /** T(b) from the profile, undefined without one. */
+  private profiled(size: number): number | undefined {
+    const p = this.profiledMs;
+    return p === undefined ? undefined : typeof p === "function" ? p(size) : p.latencyMs(size);
+  }
 
   /** How much of the estimate's evidence is still trusted at `nowMs` (1 while fresh, halving once stale). */
   private trust(nowMs: number): number {
@@ -163,7 +174,7 @@ export class RunTimeEstimate {
     const trust = this.trust(nowMs);
     const average = this.averageMs * trust;
     this.averageMs = average === 0 ? observedMs : (1 - w) * average + w * observedMs;
-    const p = this.profiledMs?.(size);
+    const p = this.profiled(size);
     if (p !== undefined && p > 0) this.slowdown = (1 - w) * this.decayedSlowdown(trust) + w * (observedMs / p);
     this.lastObservedMs = nowMs;
   }
@@ -173,7 +184,7 @@ export class RunTimeEstimate {
   }
 
   expectedMs(size: number, nowMs: number): number {
-    const p = this.profiledMs?.(size);
+    const p = this.profiled(size);
     const trust = this.trust(nowMs);
     return p !== undefined && p > 0 ? p * this.decayedSlowdown(trust) : this.averageMs * trust;
   }

@@ -265,6 +265,8 @@ interface ScaledEntry {
   /** The variant's own enumerable fields, then its resources', as [key, value, key, value, …]. */
   fields: unknown[];
   resources: unknown[];
+  /** The variant and its resources were frozen: they cannot have changed, no field is compared. */
+  frozen: boolean;
   scaled: VariantProfile;
 }
 const scaledCache = new WeakMap<VariantProfile, ScaledEntry>();
@@ -283,13 +285,20 @@ function sameFields(o: object | undefined, fields: readonly unknown[]): boolean 
   }
   return i === fields.length && Object.getOwnPropertySymbols(o).length === 0;
 }
+/** Frozen, with data properties only (no getter whose value could still change). */
+function frozenData(o: object): boolean {
+  if (!Object.isFrozen(o)) return false;
+  for (const d of Object.values(Object.getOwnPropertyDescriptors(o))) if (!("value" in d)) return false;
+  return true;
+}
 function asScaledVariant(v: VariantProfile, kind: string): VariantProfile {
   const c = scaledCache.get(v);
-  if (c !== undefined && c.kind === kind && sameFields(v, c.fields) && sameFields(v.resources, c.resources)) return c.scaled;
+  if (c !== undefined && c.kind === kind && (c.frozen || (sameFields(v, c.fields) && sameFields(v.resources, c.resources)))) return c.scaled;
   const scaled = { ...v, resources: { ...(v.resources ?? {}), [KIND + kind]: 1 } };
   const resources = v.resources;
   if (Object.getOwnPropertySymbols(v).length === 0 && (resources === undefined || Object.getOwnPropertySymbols(resources).length === 0)) {
-    scaledCache.set(v, { kind, fields: fieldsOf(v), resources: fieldsOf(resources), scaled });
+    const frozen = frozenData(v) && (resources === undefined || frozenData(resources));
+    scaledCache.set(v, { kind, fields: fieldsOf(v), resources: fieldsOf(resources), frozen, scaled });
   }
   return scaled;
 }
@@ -567,7 +576,9 @@ export function planModelActions(ctx: ModelActionsContext): ModelActionsResult {
       if (p) modelLoad.set(p.model, (modelLoad.get(p.model) ?? 0) + qps);
     }
     const running: RunningVariant[] = [];
-    for (const [name, r] of [...view.runs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    // (the names sorted as strings, as `<` orders them: keys are unique, so no tie; no entry arrays)
+    for (const name of [...view.runs.keys()].sort()) {
+      const r = view.runs.get(name) as { ready: number; loading: number };
       const p = asScaled.get(name);
       if (!p || held.has(p.model) || r.ready + r.loading <= 0) continue;
       running.push({ variant: p, instances: r.ready, loading: r.loading, loadQps: load[name] ?? 0 });

@@ -39,27 +39,35 @@ function splitmix32(seed: number): () => number {
 
 /** sfc32 generator seeded from one 32-bit integer (any finite number; it is truncated). */
 export class Sfc32 implements Rng {
-  private a: number;
-  private b: number;
-  private c: number;
-  private d: number;
+  /**
+   * The state a, b, c, d as 32-bit integers. Typed: number fields would hold them as doubles (boxed,
+   * converted at every operation), or, declared without a value, as a fresh heap number per store;
+   * `next` runs per simulated arrival. (The seeding stores splitmix32's unsigned outputs here as
+   * signed integers: every operation below works modulo 2^32, so the stream is the same.)
+   */
+  private readonly s = new Int32Array(4);
 
   constructor(seed: number) {
     const sm = splitmix32(Math.trunc(seed));
-    this.a = sm();
-    this.b = sm();
-    this.c = sm();
-    this.d = 1;
+    const s = this.s;
+    s[0] = sm();
+    s[1] = sm();
+    s[2] = sm();
+    s[3] = 1;
     for (let i = 0; i < 12; i++) this.next();
   }
 
   next(): number {
-    const t = (((this.a + this.b) | 0) + this.d) | 0;
-    this.d = (this.d + 1) | 0;
-    this.a = this.b ^ (this.b >>> 9);
-    this.b = (this.c + (this.c << 3)) | 0;
-    this.c = (this.c << 21) | (this.c >>> 11);
-    this.c = (this.c + t) | 0;
+    const s = this.s;
+    const a = s[0] as number;
+    const b = s[1] as number;
+    const c = s[2] as number;
+    const d = s[3] as number;
+    const t = (((a + b) | 0) + d) | 0;
+    s[3] = (d + 1) | 0;
+    s[0] = b ^ (b >>> 9);
+    s[1] = (c + (c << 3)) | 0;
+    s[2] = (((c << 21) | (c >>> 11)) + t) | 0;
     return (t >>> 0) / 4294967296;
   }
 }

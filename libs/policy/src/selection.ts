@@ -325,6 +325,15 @@ export class SelectionIndex {
     return this.entries.size;
   }
 
+  /**
+   * Changes whenever the data selection reads does (runtimes, workers, variants): while it stays the
+   * same, `select` gives the same decision for the same app and requirements (and so does dispatch.ts
+   * `selectForApp` when it asked for no load), so a caller may keep one.
+   */
+  get revision(): number {
+    return this.version;
+  }
+
   variant(name: string): VariantProfile | undefined {
     return this.entries.get(name)?.v;
   }

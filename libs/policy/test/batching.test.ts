@@ -86,6 +86,23 @@ describe("batching - RunTimeEstimate", () => {
     expect(e.slowdown).toBeCloseTo(1.2);
     expect(e.expectedMs(2, 0)).toBeCloseTo(24); // 20 × 1.2
   });
+  it("a profile given as an object (its latencyMs(b)) estimates as the same function does; planBatch takes the estimate itself", () => {
+    const profile = { latencyMs: (b: number): number => 7 * b + 3 };
+    const byFunction = new RunTimeEstimate((b) => profile.latencyMs(b));
+    const byObject = new RunTimeEstimate(profile);
+    const policy = { maxBatch: 8, batchWaitMs: 30 };
+    let t = 0;
+    for (let i = 0; i < 200; i++) {
+      t += (i % 7) * 300;
+      const size = 1 + (i % 8);
+      expect(byObject.expectedMs(size, t)).toBe(byFunction.expectedMs(size, t));
+      const queue: BatchQueueView = { length: 1 + (i % 5), queuedAtMs: (k) => t - 40 + k * 3, deadlineMs: (k) => t + 15 + 9 * k + (i % 11) };
+      expect(planBatch(queue, false, t, policy, byObject)).toEqual(planBatch(queue, false, t, policy, (b) => byFunction.expectedMs(b, t)));
+      byFunction.observe(size, (7 * size + 3) * (0.5 + (i % 5) / 2), t);
+      byObject.observe(size, (7 * size + 3) * (0.5 + (i % 5) / 2), t);
+      expect(byObject.slowdown).toBe(byFunction.slowdown);
+    }
+  });
   it("unprofiled: the moving average of observed batch times (0 before the first batch)", () => {
     const e = new RunTimeEstimate();
     expect(e.expectedMs(4, 0)).toBe(0);

@@ -32,6 +32,27 @@ describe("model-actions catalog reuse", () => {
     expect(moved).not.toEqual(after);
   });
 
+  it("model-actions - a frozen catalog (checked without comparing its fields) decides as a fresh copy; a getter is still read", () => {
+    const d1 = Object.freeze(v("d1", { resources: Object.freeze({ threads: 1 }) }));
+    const d8 = Object.freeze(v("d8", { batchSize: 8, latencyMs: { 1: 40, 8: 80 }, peakQps: 100, pricePerS: 2, resources: Object.freeze({ threads: 2 }) }));
+    const catalog = [d1, d8];
+    for (const qps of [30, 5, 30, 90]) {
+      const ctx: ModelActionsContext = { nowMs: 0, workers: [worker(qps, { threads: 8 })], catalog, sloMsByModel: { digits: 1000 } };
+      expect(decide(ctx)).toEqual(decide({ ...ctx, catalog: structuredClone(catalog) }));
+    }
+    // Frozen, but its price a getter: not taken as unchangeable.
+    let price = 1;
+    const base = v("g1", { resources: Object.freeze({ threads: 1 }) });
+    const g1 = Object.freeze(Object.defineProperty({ ...base }, "pricePerS", { get: () => price, enumerable: true })) as VariantProfile;
+    const withGetter = [g1, d8];
+    const ctx = (): ModelActionsContext => ({ nowMs: 0, workers: [{ ...worker(30, { threads: 8 }), variants: { g1: { ready: 1, loading: 0, arrivalsQps: 30 } } }], catalog: withGetter, sloMsByModel: { digits: 1000 } });
+    const before = decide(ctx());
+    price = 10;
+    const after = decide(ctx());
+    expect(after).toEqual(decide({ ...ctx(), catalog: [{ ...base, pricePerS: 10 }, d8] }));
+    expect(after).not.toEqual(before);
+  });
+
   it("model-actions - the kinds that can be launched are read at every call", () => {
     const catalog = [v("d1", { resources: { threads: 1 } }), v("g8", { hardware: "gpu", batchSize: 8, latencyMs: { 1: 5, 8: 10 }, peakQps: 800, pricePerS: 0.5, resources: { accelerators: 1 } })];
     const ctx = (launchableKinds: string[]): ModelActionsContext => ({ nowMs: 0, workers: [worker(30, { threads: 8 })], catalog, sloMsByModel: { digits: 1000 }, launchableKinds });

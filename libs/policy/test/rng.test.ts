@@ -18,6 +18,13 @@ describe("rng", () => {
     expect(xa.every((x) => x >= 0 && x < 1)).toBe(true);
   });
 
+  it("rng - the default generator (sfc32) keeps its stream", () => {
+    const a = createRng(42);
+    expect(Array.from({ length: 4 }, () => a.next())).toEqual([0.5767213918734342, 0.5318840781692415, 0.212930012261495, 0.7912528037559241]);
+    const b = createRng(-7);
+    expect(Array.from({ length: 2 }, () => b.next())).toEqual([0.4461417607963085, 0.10863967542536557]);
+  });
+
   it("rng - xoshiro128** keeps the stream the zoo's cached models were trained with", () => {
     // Pinned values: changing any of them changes every digits model (bump ZOO_VERSION and retrain).
     const r = new Xoshiro128ss(42);

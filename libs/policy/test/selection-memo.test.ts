@@ -35,8 +35,12 @@ describe("selection memo", () => {
     // A few requirements, repeated (as a query stream repeats them), so that the memo is hit.
     const reqs: QueryRequirements[] = [{ latencyMs: 100 }, { latencyMs: 200, minAccuracy: 0.7 }, { latencyMs: 300, maxCostPerQuery: 0.1 }, { latencyMs: 50, minAccuracy: 0 }, { latencyMs: 1000, minAccuracy: 0.85 }, { latencyMs: 5 }];
     let hits = 0;
+    const onChange: number[] = [];
     for (let step = 0; step < 3000; step++) {
       const x = r();
+      // `revision` changes with every change of the data, and only then (a caller may keep a decision while it stays)
+      const revision = index.revision;
+      if (x < 0.21) onChange.push(revision);
       if (x < 0.15) {
         const name = [...catalogue.keys()][Math.floor(r() * catalogue.size)] as string;
         const rt: VariantRuntime = { state: states[Math.floor(r() * states.length)] as VariantState, instances: Math.floor(r() * 3), qps: Math.round(100 * r()), workers: [{ worker: `w${Math.floor(r() * 4)}`, qps: Math.round(50 * r()) }] };
@@ -67,9 +71,12 @@ describe("selection memo", () => {
         fresh.setWorkers(workers);
         expect(got).toEqual(fresh.select(app, req, { allowLoad }));
         expect(Object.isFrozen(got)).toBe(true);
+        expect(index.revision).toBe(revision);
       }
+      if (x < 0.21) expect(index.revision).not.toBe(revision);
     }
     expect(hits).toBeGreaterThan(1000);
+    expect(new Set(onChange).size).toBe(onChange.length);
   });
 
   it("selection-memo - requirements that differ only in an absent minimum accuracy share a decision; others do not", () => {

@@ -165,6 +165,9 @@ export interface SimResult {
   events: number;
 }
 
+/** The quantiles a result reports (taken together: one copy of the latencies for both). */
+const P50_P99: readonly number[] = [0.5, 0.99];
+
 /** Kinds of events in the heap (arrivals are not: each stream holds its next one, see `run`). */
 const enum Kind {
   BatchDone,
@@ -175,13 +178,6 @@ const enum Kind {
   Call,
   FunctionDone,
   Sample,
-}
-
-interface Ev {
-  t: number;
-  seq: number;
-  kind: Kind;
-  ref: unknown;
 }
 
 interface Stream {
@@ -221,9 +217,10 @@ export class Simulator {
   readonly pools: FunctionPool[] = [];
   readonly byApp = new Map<string, AppStats>();
 
-  private readonly heap = new EventHeap<Ev>();
-  /** Handled events, reused by `schedule` (a run schedules about two per query: no garbage for them). */
-  private readonly freeEvents: Ev[] = [];
+  /** Pending events (not arrivals, see `run`): kept in typed arrays, no object per event. */
+  private readonly heap = new EventHeap();
+  /** The time, for the replicas' run-time estimates: one function for all of them (a call site that sees one function can inline it). */
+  private readonly clock = (): number => this.nowMs;
   /**
    * Queries that have completed or been dropped (every branch back), reused by the next arrivals: a
    * fresh query per arrival is young garbage that the queues (old objects) point at while it waits,
@@ -255,6 +252,15 @@ export class Simulator {
   private readonly metSeries = new BinCounter();
   private readonly missedSeries = new BinCounter();
   private readonly droppedSeries = new BinCounter();
+  /**
+   * The five series above are the engine's own and read only by `result`: the current second's counts
+   * wait here (whole numbers: the same sums) and go into them when the second changes (`syncBin`).
+   */
+  private pendArrivals = 0;
+  private pendCompleted = 0;
+  private pendMet = 0;
+  private pendMissed = 0;
+  private pendDropped = 0;
   private readonly samples: Sample[] = [];
   private readonly sampleMs: number;
   private readonly sampleHooks: Array<(nowMs: number, sim: Simulator) => void> = [];
@@ -348,7 +354,7 @@ export class Simulator {
   addReplica(queue: Queue, machine: Machine | null, opts: ReplicaOptions): Replica | null {
     if (machine && (machine.state === "draining" || machine.state === "terminated")) return null;
     if (machine && !machine.fits(opts.uses ?? {})) return null;
-    const r = new Replica(this.allReplicas.length, queue, machine, opts, this.nowMs, () => this.nowMs);
+    const r = new Replica(this.allReplicas.length, queue, machine, opts, this.nowMs, this.clock);
     this.allReplicas.push(r);
     // (a replica without a price adds 0 to every sum of costs: only priced ones are summed)
     if (r.pricePerS > 0) this.replicaCosts.push(r);
@@ -462,27 +468,28 @@ export class Simulator {
     // the earliest of them (`nextStream`) competes with the heap's top: the same order, fewer heap
     // operations.
     const heap = this.heap;
-    const free = this.freeEvents;
     for (;;) {
-      const ev = heap.peek();
+      const et = heap.topT();
       const s = this.nextStream;
-      if (s !== null && (ev === undefined || s.nextT < ev.t || (s.nextT === ev.t && s.nextSeq < ev.seq))) {
+      if (s !== null && (heap.size === 0 || s.nextT < et || (s.nextT === et && s.nextSeq < heap.topSeq()))) {
         const t = s.nextT;
         if (t > hardStop) break;
         if (t > this.durationMs && this.inFlight === 0) break;
         this.nowMs = t;
         this.events++;
-        this.onArrival(s, t);
+        this.onArrival(s);
         continue;
       }
-      if (ev === undefined || ev.t > hardStop) break;
-      if (ev.t > this.durationMs && this.inFlight === 0) break;
-      heap.pop();
-      this.nowMs = ev.t;
+      if (heap.size === 0 || et > hardStop) break;
+      if (et > this.durationMs && this.inFlight === 0) break;
+      const kind = heap.topKind() as Kind;
+      const ref = heap.topRef();
+      // (the event's place goes to the first one it schedules, see EventHeap.take)
+      heap.take();
+      this.nowMs = et;
       this.events++;
-      this.handle(ev);
-      ev.ref = null;
-      free.push(ev);
+      this.handle(kind, ref);
+      heap.settle();
     }
     const endMs = Math.max(this.nowMs, this.durationMs);
     this.nowMs = endMs;
@@ -495,21 +502,21 @@ export class Simulator {
     return this.result(endMs);
   }
 
-  private handle(ev: Ev): void {
-    switch (ev.kind) {
+  private handle(kind: Kind, ref: unknown): void {
+    switch (kind) {
       case Kind.BatchDone:
-        this.onBatchDone(ev.ref as Batch);
+        this.onBatchDone(ref as Batch);
         break;
       case Kind.QueueTimer: {
-        const q = ev.ref as Queue;
-        if (q.timerAt === ev.t) {
+        const q = ref as Queue;
+        if (q.timerAt === this.nowMs) {
           q.timerAt = Infinity;
           this.tryDispatch(q);
         }
         break;
       }
       case Kind.ReplicaReady: {
-        const r = ev.ref as Replica;
+        const r = ref as Replica;
         if (r.state !== "loading") break;
         r.state = "ready";
         r.queue.replicaVersion++;
@@ -519,7 +526,7 @@ export class Simulator {
         break;
       }
       case Kind.MachineReady: {
-        const m = ev.ref as Machine;
+        const m = ref as Machine;
         if (m.state !== "booting") break;
         m.state = "running";
         m.readyMs = this.nowMs;
@@ -527,17 +534,17 @@ export class Simulator {
         break;
       }
       case Kind.Tick: {
-        const t = ev.ref as Ticker;
+        const t = ref as Ticker;
         if (t.cancelled) break;
         t.fn(this.nowMs);
         this.schedule(this.nowMs + t.periodMs, Kind.Tick, t);
         break;
       }
       case Kind.Call:
-        (ev.ref as (nowMs: number) => void)(this.nowMs);
+        (ref as (nowMs: number) => void)(this.nowMs);
         break;
       case Kind.FunctionDone: {
-        const c = ev.ref as FnCall;
+        const c = ref as FnCall;
         this.route(c.query, this.router(c.query, c.pool, "served", this));
         break;
       }
@@ -548,35 +555,55 @@ export class Simulator {
     }
   }
 
-  /** nowMs and its one-second bin, computed once per event rather than once per counter. */
-  private binT = NaN;
+  /**
+   * The one-second bin of nowMs, kept for the times in [binLoMs, binHiMs): every counter bins by one
+   * second, and a division per event (events come at new times) is what this saves. Within
+   * [b·1000, b·1000 + 999) `Math.floor(t / 1000)` is b (division rounds monotonically, and b + 0.999
+   * is far from b + 1 at a double's precision); in a bin's last millisecond it is computed.
+   */
   private bin = 0;
+  private binLoMs = Infinity;
+  private binHiMs = -Infinity;
 
-  /** `c.add(this.nowMs, n)`, with the bin computed once per event (every counter bins by one second). */
+  /** Make `bin` nowMs's second, first moving the engine's pending counts into their series when the second changes. */
+  private syncBin(): void {
+    const t = this.nowMs;
+    if (t >= this.binLoMs && t < this.binHiMs) return;
+    const b = Math.floor(t / 1000);
+    if (b !== this.bin) this.flushSeries();
+    this.bin = b;
+    // (past 2^40 s the argument above is not made: every time is divided)
+    this.binLoMs = Math.abs(b) < 2 ** 40 ? b * 1000 : Infinity;
+    this.binHiMs = b * 1000 + 999;
+  }
+
+  /** The engine's pending counts into their series, at `bin`. */
+  private flushSeries(): void {
+    const b = this.bin;
+    if (this.pendArrivals > 0) this.arrivalSeries.addBin(b, this.pendArrivals);
+    if (this.pendCompleted > 0) this.completedSeries.addBin(b, this.pendCompleted);
+    if (this.pendMet > 0) this.metSeries.addBin(b, this.pendMet);
+    if (this.pendMissed > 0) this.missedSeries.addBin(b, this.pendMissed);
+    if (this.pendDropped > 0) this.droppedSeries.addBin(b, this.pendDropped);
+    this.pendArrivals = 0;
+    this.pendCompleted = 0;
+    this.pendMet = 0;
+    this.pendMissed = 0;
+    this.pendDropped = 0;
+  }
+
+  /** `c.add(this.nowMs, n)`, with the bin computed once per second rather than once per counter. */
   private count(c: BinCounter, n = 1): void {
     if (c.binMs !== 1000) {
       c.add(this.nowMs, n);
       return;
     }
-    const t = this.nowMs;
-    if (t !== this.binT) {
-      this.binT = t;
-      this.bin = Math.floor(t / 1000);
-    }
+    this.syncBin();
     c.addBin(this.bin, n);
   }
 
   private schedule(t: number, kind: Kind, ref: unknown): void {
-    const ev = this.freeEvents.pop();
-    if (ev === undefined) {
-      this.heap.push({ t, seq: this.seq++, kind, ref });
-    } else {
-      ev.t = t;
-      ev.seq = this.seq++;
-      ev.kind = kind;
-      ev.ref = ref;
-      this.heap.push(ev);
-    }
+    this.heap.push(t, this.seq++, kind, ref);
   }
 
   /** Draw a stream's next arrival (none past durationMs) and find the stream whose arrival is next. */
@@ -605,7 +632,8 @@ export class Simulator {
     this.nextStream = next;
   }
 
-  private onArrival(s: Stream, t: number): void {
+  private onArrival(s: Stream): void {
+    const t = this.nowMs;
     this.activeStreams--;
     const spec = s.spec;
     let q = this.freeQueries.pop();
@@ -641,7 +669,8 @@ export class Simulator {
     if (spec.init !== undefined) spec.init(q, this);
     this.arrivals++;
     this.inFlight++;
-    this.count(this.arrivalSeries);
+    this.syncBin();
+    this.pendArrivals++;
     const stats = (s.stats ??= this.app(spec.app));
     (q.app === spec.app ? stats : this.app(q.app)).arrivals++;
     this.scheduleArrival(s);
@@ -700,16 +729,17 @@ export class Simulator {
     this.completed++;
     this.latencySum += lat;
     if (lat > this.latencyMax) this.latencyMax = lat;
-    this.count(this.completedSeries);
+    this.syncBin();
+    this.pendCompleted++;
     const a = this.statsOf(q);
     a.completed++;
     a.latency.add(lat);
     if (lat <= q.sloMs + 1e-9) {
-      this.count(this.metSeries);
+      this.pendMet++;
       this.sloMet++;
       a.sloMet++;
     } else {
-      this.count(this.missedSeries);
+      this.pendMissed++;
     }
     this.freeQueries.push(q);
   }
@@ -721,8 +751,9 @@ export class Simulator {
       this.inFlight--;
       this.dropped++;
       this.droppedByReason[reason] = (this.droppedByReason[reason] ?? 0) + 1;
-      this.count(this.droppedSeries);
-      this.count(this.missedSeries);
+      this.syncBin();
+      this.pendDropped++;
+      this.pendMissed++;
       this.statsOf(q).dropped++;
     }
     if (q.outstanding === 0) this.freeQueries.push(q);
@@ -776,7 +807,8 @@ export class Simulator {
       let wakeAt = Infinity;
       for (let i = 0; i < queue.avail.length; i++) {
         const r = queue.avail[i] as Replica;
-        const step = planBatch(queue, false, this.nowMs, r.batchPolicy, r.expectedMs, queue.shedLate);
+        // (`r.runTime` for `r.expectedMs`: the same estimate, see planBatch)
+        const step = planBatch(queue, false, this.nowMs, r.batchPolicy, r.runTime, queue.shedLate);
         for (let k = 0; k < step.late; k++) {
           const late = queue._shift() as Query;
           this.route(late, this.router(late, queue, "late", this));
@@ -812,7 +844,8 @@ export class Simulator {
     // A batch record and its array of queries from the pool (see `freeBatches`).
     const b = this.freeBatches.pop() ?? { replica: r, queries: [], startMs: 0, endMs: 0, profiledMs: 0, cancelled: false };
     const queries = b.queries;
-    const expected = queue.shedLate ? r.expectedMs(n) : 0;
+    // (`r.expectedMs(n)`, called as the method it wraps: one call site for every replica)
+    const expected = queue.shedLate ? r.runTime.expectedMs(n, this.nowMs) : 0;
     for (let k = 0; k < n; k++) {
       const q = queue._shift() as Query;
       if (queue.shedLate && cannotFinishInTime(q.arrivalMs + q.sloMs, this.nowMs, expected)) this.route(q, this.router(q, queue, "late", this));
@@ -846,10 +879,13 @@ export class Simulator {
     const queue = r.queue;
     r._finish(b, this.nowMs);
     r.runTime.observe(b.queries.length, b.endMs - b.startMs, b.endMs);
-    this.count(queue.served, b.queries.length);
-    this.count(queue.batchesDone);
-    this.count(queue.observedMs, b.endMs - b.startMs);
-    this.count(queue.profiledMs, b.profiledMs);
+    // (a queue's counters bin by one second: they are built with the default binMs, which is readonly)
+    this.syncBin();
+    const bin = this.bin;
+    queue.served.addBin(bin, b.queries.length);
+    queue.batchesDone.addBin(bin, 1);
+    queue.observedMs.addBin(bin, b.endMs - b.startMs);
+    queue.profiledMs.addBin(bin, b.profiledMs);
     if (r.state === "ready") {
       if (r.inFlight === r.concurrency - 1) queue.avail.push(r);
     } else if (r.state === "draining" && r.inFlight === 0) {
@@ -904,19 +940,22 @@ export class Simulator {
   }
 
   private result(endMs: number): SimResult {
+    this.flushSeries();
     const byApp: SimResult["byApp"] = {};
     const samples: LatencySample[] = [];
     for (const [name, a] of this.byApp) {
       samples.push(a.latency);
+      const [p50, p99] = a.latency.quantiles(P50_P99) as [number, number];
       byApp[name] = {
         arrivals: a.arrivals,
         completed: a.completed,
         dropped: a.dropped,
         sloAttainment: a.arrivals > 0 ? a.sloMet / a.arrivals : 1,
-        p50: a.latency.quantile(0.5),
-        p99: a.latency.quantile(0.99),
+        p50,
+        p99,
       };
     }
+    const [p50, p99] = LatencySample.quantilesOfUnion(samples, P50_P99) as [number, number];
     const costByKind: Record<string, number> = {};
     for (const m of this.machines) costByKind[m.kind] = (costByKind[m.kind] ?? 0) + billedCost(m, this.durationMs);
     for (const r of this.allReplicas) {
@@ -947,8 +986,8 @@ export class Simulator {
       sloMet: this.sloMet,
       sloAttainment: this.arrivals > 0 ? this.sloMet / this.arrivals : 1,
       latencyMs: {
-        p50: LatencySample.quantileOfUnion(samples, 0.5),
-        p99: LatencySample.quantileOfUnion(samples, 0.99),
+        p50,
+        p99,
         mean: this.completed === 0 ? NaN : this.latencySum / this.completed,
         max: this.latencyMax,
       },

@@ -215,7 +215,8 @@ export class Replica {
     this.tags = { ...(opts.tags ?? {}) };
     this.lat = latencyArray(opts.latencyMs, this.maxBatch);
     this.batchPolicy = { maxBatch: this.maxBatch, batchWaitMs: this.waitMs };
-    this.runTime = new RunTimeEstimate((b) => this.latencyMs(b));
+    // (the replica itself as the profile: `latencyMs(b)`, one method for every replica, not a closure each)
+    this.runTime = new RunTimeEstimate(this);
     this.expectedMs = (b) => this.runTime.expectedMs(b, now());
   }
 
@@ -287,8 +288,16 @@ export class Queue implements BatchQueueView {
   readonly profiledMs = new BinCounter();
   /** Per second: batches finished. */
   readonly batchesDone = new BinCounter();
-  items: Query[] = [];
-  head = 0;
+  /**
+   * The waiting queries, oldest first: a ring of `size` slots from `head` in a buffer whose length is
+   * a power of two (`mask` + 1), grown by doubling; a run at steady state allocates nothing for its
+   * queues (an array shifted by an index and compacted now and then left a fresh copy behind, and
+   * the growing array survived scavenges).
+   */
+  private ring: Array<Query | undefined> = new Array<Query | undefined>(16).fill(undefined);
+  private mask = 15;
+  private head = 0;
+  private size = 0;
   timerAt = Infinity;
 
   constructor(
@@ -303,21 +312,21 @@ export class Queue implements BatchQueueView {
   }
 
   get length(): number {
-    return this.items.length - this.head;
+    return this.size;
   }
 
   queuedAtMs(i: number): number {
-    return (this.items[this.head + i] as Query).enqueuedMs;
+    return (this.ring[(this.head + i) & this.mask] as Query).enqueuedMs;
   }
 
   deadlineMs(i: number): number {
-    const q = this.items[this.head + i] as Query;
+    const q = this.ring[(this.head + i) & this.mask] as Query;
     return q.arrivalMs + q.sloMs;
   }
 
   /** The oldest waiting query. */
   peek(): Query | undefined {
-    return this.items[this.head];
+    return this.size > 0 ? this.ring[this.head] : undefined;
   }
 
   /** Ready (serving) replicas, draining ones excluded. */
@@ -359,25 +368,39 @@ export class Queue implements BatchQueueView {
 
   /** @internal */
   _push(q: Query): void {
-    this.items.push(q);
+    if (this.size === this.ring.length) this.grow(this.size + 1);
+    this.ring[(this.head + this.size) & this.mask] = q;
+    this.size++;
   }
 
   /** @internal */
   _shift(): Query | undefined {
-    const q = this.items[this.head];
-    if (q === undefined) return undefined;
-    this.items[this.head] = undefined as unknown as Query;
-    this.head++;
-    if (this.head > 4096 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
+    if (this.size === 0) return undefined;
+    const q = this.ring[this.head];
+    this.ring[this.head] = undefined;
+    this.head = (this.head + 1) & this.mask;
+    this.size--;
     return q;
   }
 
-  /** @internal put queries back at the head (machine killed mid-batch). */
+  /** @internal put queries back at the head, in their order (machine killed mid-batch). */
   _unshift(qs: Query[]): void {
-    this.items = qs.concat(this.items.slice(this.head));
+    if (this.size + qs.length > this.ring.length) this.grow(this.size + qs.length);
+    for (let k = qs.length - 1; k >= 0; k--) {
+      this.head = (this.head - 1) & this.mask;
+      this.ring[this.head] = qs[k];
+      this.size++;
+    }
+  }
+
+  /** A buffer of at least `min` slots (a power of two) holding the queries in order from index 0. */
+  private grow(min: number): void {
+    let n = this.ring.length * 2;
+    while (n < min) n *= 2;
+    const ring = new Array<Query | undefined>(n).fill(undefined);
+    for (let i = 0; i < this.size; i++) ring[i] = this.ring[(this.head + i) & this.mask];
+    this.ring = ring;
+    this.mask = n - 1;
     this.head = 0;
   }
 }

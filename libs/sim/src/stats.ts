@@ -187,10 +187,21 @@ export class LatencySample {
    * class comment for the bounded error past `exactLimit`).
    */
   quantile(q: number): number {
-    if (this.n === 0) return NaN;
-    if (this.chunks !== null) return quantileInPlace(copyWithoutNaN(this.values()), q);
+    return this.quantiles([q])[0] as number;
+  }
+
+  /**
+   * {@link quantile} for several q at once: the same values, from one copy of the sample (selection
+   * only reorders the copy, so each k-th value found on it is the one a fresh copy would give).
+   */
+  quantiles(qs: readonly number[]): number[] {
+    if (this.n === 0) return qs.map(() => NaN);
+    if (this.chunks !== null) {
+      const xs = copyWithoutNaN(this.values());
+      return qs.map((q) => quantileInPlace(xs, q));
+    }
     this.flush();
-    return histogramQuantile(this.hist as Float64Array, this.n, this.min, this.max, q);
+    return qs.map((q) => histogramQuantile(this.hist as Float64Array, this.n, this.min, this.max, q));
   }
 
   /**
@@ -199,6 +210,11 @@ export class LatencySample {
    * (and every one is still exact); else from the sum of their histograms, as above.
    */
   static quantileOfUnion(samples: readonly LatencySample[], q: number, exactLimit = DEFAULT_EXACT_LIMIT): number {
+    return LatencySample.quantilesOfUnion(samples, [q], exactLimit)[0] as number;
+  }
+
+  /** {@link quantileOfUnion} for several q at once (one copy of the values, or one sum of the histograms). */
+  static quantilesOfUnion(samples: readonly LatencySample[], qs: readonly number[], exactLimit = DEFAULT_EXACT_LIMIT): number[] {
     let n = 0;
     let min = Infinity;
     let max = 0;
@@ -209,8 +225,11 @@ export class LatencySample {
       if (s.max > max) max = s.max;
       if (s.chunks === null) exact = false;
     }
-    if (n === 0) return NaN;
-    if (exact && n <= exactLimit) return quantileInPlace(copyWithoutNaN(samples.flatMap((s) => s.values())), q);
+    if (n === 0) return qs.map(() => NaN);
+    if (exact && n <= exactLimit) {
+      const xs = copyWithoutNaN(samples.flatMap((s) => s.values()));
+      return qs.map((q) => quantileInPlace(xs, q));
+    }
     const hist = new Float64Array(HIST_BUCKETS);
     for (const s of samples) {
       if (s.chunks !== null) {
@@ -221,7 +240,7 @@ export class LatencySample {
         for (let k = 0; k < HIST_BUCKETS; k++) hist[k] = (hist[k] as number) + (h[k] as number);
       }
     }
-    return histogramQuantile(hist, n, min, max, q);
+    return qs.map((q) => histogramQuantile(hist, n, min, max, q));
   }
 
   mean(): number {

@@ -140,10 +140,11 @@ export interface ArrivalProcess {
  * the construction. `startMs` shifts the whole schedule.
  */
 export class ScheduledArrivals implements ArrivalProcess {
-  readonly endMs: number;
-  private readonly shape: number;
+  // (numbers from the start, see Sfc32 in @sloserve/policy rng.ts: `t` is stored per arrival)
+  readonly endMs: number = 0;
+  private readonly shape: number = 1;
   private bin = 0;
-  private t: number;
+  private t = 0;
   private first = true;
 
   constructor(

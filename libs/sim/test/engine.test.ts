@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { Simulator, ScheduledArrivals, constantRate, drop, type ArrivalProcess, type Queue, type SimResult } from "../src/index.js";
+import { Simulator, ScheduledArrivals, constantRate, drop, type ArrivalProcess, type Query, type Queue, type SimResult } from "../src/index.js";
 import { billedCost } from "../src/billing.js";
+import { EventHeap } from "../src/heap.js";
+import { createRng } from "@sloserve/policy";
 
 /** Arrivals at fixed times (ms). */
 function at(...times: number[]): ArrivalProcess {
@@ -231,6 +233,66 @@ describe("engine", () => {
     expect(servedByB).toBe(r.arrivals);
     expect(r.dropped).toBe(r.arrivals);
     expect(r.completed).toBe(0);
+  });
+
+  it("engine - the event heap pops in (time, sequence) order, a taken event's place going to the next push", () => {
+    const rng = createRng(3);
+    const heap = new EventHeap();
+    const pending: Array<{ t: number; seq: number; ref: number }> = [];
+    const popped: number[] = [];
+    let seq = 0;
+    const push = (t: number): void => {
+      const e = { t, seq: seq++, ref: seq };
+      pending.push(e);
+      heap.push(e.t, e.seq, e.ref % 7, e.ref);
+    };
+    for (let i = 0; i < 50; i++) push(Math.floor(rng.next() * 20)); // (many equal times)
+    let now = 0;
+    while (heap.size > 0) {
+      expect(heap.topT()).toBeGreaterThanOrEqual(now);
+      now = heap.topT();
+      const ref = heap.topRef() as number;
+      expect(heap.topKind()).toBe(ref % 7);
+      popped.push(ref);
+      // As the engine does: take the event, schedule 0-2 later ones while handling it, then settle.
+      heap.take();
+      const n = popped.length < 400 ? Math.floor(rng.next() * 3) : 0;
+      for (let k = 0; k < n; k++) push(now + Math.floor(rng.next() * 20));
+      heap.settle();
+    }
+    const expected = [...pending].sort((a, b) => a.t - b.t || a.seq - b.seq).map((e) => e.ref);
+    expect(popped).toEqual(expected);
+  });
+
+  it("engine - a queue keeps its waiting queries in order through growth and put-backs", () => {
+    const sim = new Simulator({ seed: 1, durationMs: 1000 });
+    const q = sim.addQueue({ name: "v" });
+    const mk = (id: number): Query => ({ id, stream: 0, app: "a", arrivalMs: id, sloMs: 10, minAccuracy: 0, maxCostPerQuery: Infinity, enqueuedMs: id, hops: 0, outstanding: 1, failed: false, data: undefined });
+    const model: number[] = [];
+    let next = 0;
+    const rng = createRng(5);
+    for (let step = 0; step < 2000; step++) {
+      const u = rng.next();
+      if (u < 0.55) {
+        q._push(mk(next));
+        model.push(next++);
+      } else if (u < 0.9) {
+        expect(q._shift()?.id).toBe(model.shift());
+      } else {
+        const back: Query[] = [];
+        for (let k = 0; k < 3 && q.length > 0; k++) back.push(q._shift() as Query);
+        const ids = back.map((b) => b.id);
+        model.splice(0, ids.length);
+        // put back with two new ones in front (as a killed machine's batch goes back to the head)
+        const extra = [mk(next++), mk(next++)];
+        q._unshift([...extra, ...back]);
+        model.unshift(...extra.map((e) => e.id), ...ids);
+      }
+      expect(q.length).toBe(model.length);
+      expect(q.peek()?.id).toBe(model[0]);
+      if (q.length > 0) expect(q.queuedAtMs(q.length - 1)).toBe(model[model.length - 1]);
+    }
+    expect(q._shift()?.id).toBe(model[0]);
   });
 
   it("engine - controllers tick on the virtual clock", () => {

@@ -65,7 +65,12 @@ describe("stats", () => {
         return s;
       });
       for (const q of QS) expect(LatencySample.quantileOfUnion(samples, q, limit)).toBe(one.quantile(q));
+      // Several q at once (one copy of the values, or one sum of the histograms): the same values.
+      expect(LatencySample.quantilesOfUnion(samples, QS, limit)).toEqual(QS.map((q) => one.quantile(q)));
+      expect(one.quantiles(QS)).toEqual(QS.map((q) => one.quantile(q)));
+      for (const s of samples) expect(s.quantiles([0.99, 0.5, 0.99])).toEqual([s.quantile(0.99), s.quantile(0.5), s.quantile(0.99)]);
     }
+    expect(LatencySample.quantilesOfUnion([], [0.5, 0.99])).toEqual([NaN, NaN]);
     expect(LatencySample.quantileOfUnion([], 0.5)).toBeNaN();
     expect(LatencySample.quantileOfUnion([new LatencySample()], 0.5)).toBeNaN();
   });

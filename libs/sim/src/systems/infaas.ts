@@ -6,7 +6,10 @@
  *   (Algorithm 1, the load it asks for, the relief rule and the fallback when the load cannot be
  *   placed): the query goes to the chosen variant's queue, or is dropped with the reason. A load goes to
  *   the lowest-utilised machine of its kind with room (relief loads: none over 80% busy); when none has
- *   room, the VM autoscaler is asked for a machine (a deferred placement).
+ *   room, the VM autoscaler is asked for a machine (a deferred placement). A stream's decision that
+ *   asked for no load is reused for its next queries while the selection index is unchanged
+ *   (`SelectionIndex.revision`) and they ask the same (the same decision: selection is a function of
+ *   those alone).
  * - **Monitor** (every `modelPeriodMs`, 1 s): per variant, the state machine of variant-state.ts
  *   (Active/Overloaded/Interfered/Loading/Inactive) feeds the selection index. Load is the variant's
  *   arrival rate over `monitorWindowMs` (5 s: a 1 s Poisson count at 4 QPS exceeds a 5 QPS peak 37% of
@@ -72,6 +75,7 @@ import {
   type WorkerRuns,
   type WorkerView,
   chooseWorker,
+  type AppDispatchDecision,
   type AppForecast,
   type AppSloSample,
   type MachinePlanConfig,
@@ -312,6 +316,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     const record = { maxBatch: v.batchSize, batchWaitMs: opts.waitMs ?? 0, profile: { peakQps: v.peakQps, latencyMs: v.latencyMs as Readonly<Record<string, number>>, loadLatencyMs: v.loadLatencyMs } };
     return observedOverflowCapacity(record, instances, observed) ?? overflowCapacity(v, instances);
   };
+  /** Per stream, its last dispatch decision that asked for no load, and what it was made for. */
+  const lastByStream: Array<{ revision: number; app: string; sloMs: number; minAccuracy: number; maxCostPerQuery: number; d: AppDispatchDecision } | undefined> = [];
   /** Per stream, the queue of the variant its last query was routed to. */
   const queueByStream: Array<{ variant: VariantProfile; queue: Queue } | undefined> = [];
   sim.setRouter((q, from, cause) => {
@@ -337,12 +343,23 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         seen.atMs = sim.nowMs;
       }
     }
-    req.latencyMs = q.sloMs;
-    req.minAccuracy = q.minAccuracy;
-    if (Number.isFinite(q.maxCostPerQuery)) req.maxCostPerQuery = q.maxCostPerQuery;
-    else if (req.maxCostPerQuery !== undefined) delete req.maxCostPerQuery; // (a delete per query is slow)
-    // The live dispatcher's decision (libs/policy selectForApp), with this simulator's placement.
-    const d = selectForApp(index, q.app, req, sim.nowMs, placeLoad);
+    // The live dispatcher's decision (libs/policy selectForApp), with this simulator's placement: the
+    // stream's last one while the index has not changed and the query asks the same (a decision that
+    // asked for no load is a function of those alone: see SelectionIndex.revision), else anew.
+    let d: AppDispatchDecision;
+    const last = lastByStream[q.stream];
+    if (last !== undefined && last.revision === index.revision && last.app === q.app && last.sloMs === q.sloMs && last.minAccuracy === q.minAccuracy && last.maxCostPerQuery === q.maxCostPerQuery) {
+      d = last.d;
+    } else {
+      req.latencyMs = q.sloMs;
+      req.minAccuracy = q.minAccuracy;
+      if (Number.isFinite(q.maxCostPerQuery)) req.maxCostPerQuery = q.maxCostPerQuery;
+      else if (req.maxCostPerQuery !== undefined) delete req.maxCostPerQuery; // (a delete per query is slow)
+      d = selectForApp(index, q.app, req, sim.nowMs, placeLoad);
+      if (d.kind === "route" && d.load === undefined) {
+        lastByStream[q.stream] = { revision: index.revision, app: q.app, sloMs: q.sloMs, minAccuracy: q.minAccuracy, maxCostPerQuery: q.maxCostPerQuery, d };
+      }
+    }
     if (d.kind !== "route") return drop(d.reason);
     // The variant's queue: the stream's last one when selection chose the same variant (it mostly
     // does: no map look-up per query), else by name.
