@@ -15,11 +15,9 @@
  *                        server (lib/cpu-profiler.mjs, the inspector's sampler); writes results/profile.json and results/serving-profiled.json (the
  *                        summary keeps the unprofiled figures)
  */
-import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { MALLOC_ENV } from "@sloserve/stack";
 import { runServing, type ServingResult } from "./benchmarks/serving.js";
 import { runSelection, type SelectionResult } from "./benchmarks/selection.js";
 import { runEstimator, type EstimatorResult } from "./benchmarks/estimator.js";
@@ -28,13 +26,11 @@ import { analyseProfile, profilesByPid } from "./lib/profile.js";
 import { renderProfile, renderResults, updateReadme, type ProfileResult } from "./lib/report.js";
 import { RESULTS_DIR, machineInfo, readResult, writeResult, type Envelope } from "./lib/results.js";
 import { buildSummary } from "./lib/summary.js";
+import { rerunWithMallocEnv } from "./lib/proc.js";
 
 // The services run with libs/stack's malloc settings: so does this process, where raw onnxruntime
 // (the reference of throughput_vs_raw) runs. glibc reads them at start, hence the new process.
-if (Object.keys(MALLOC_ENV).some((k) => process.env[k] === undefined)) {
-  const again = spawnSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { stdio: "inherit", env: { ...MALLOC_ENV, ...process.env } });
-  process.exit(again.status ?? 1);
-}
+rerunWithMallocEnv();
 
 const BENCHMARKS = ["serving", "selection", "estimator", "sim"] as const;
 type Name = (typeof BENCHMARKS)[number];

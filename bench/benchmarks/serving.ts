@@ -28,13 +28,14 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
 import { contentTypes, decodeTensors, decodeWireMeta, headers, subjects, type Tensor } from "@sloserve/contracts";
+import { INFERENCE_NICE } from "@sloserve/executor";
 import { OnnxRunner } from "@sloserve/runtime";
 import { median, variantName } from "@sloserve/policy";
 import { registerOverHttp, startStack, waitForProfiles, type Stack } from "@sloserve/stack";
 import { HttpClient, batchSizeOf, expectOk } from "../lib/http-client.js";
 import { makeQuery, recModel, smallModel, type BenchModel, type Query } from "../lib/inputs.js";
 import { backToBack, closedLoop, interleaved, type Target } from "../lib/load.js";
-import { BENCH_DIR, CpuMeter, RssSampler, monotonicUs, rssMb, startChild, type Child } from "../lib/proc.js";
+import { BENCH_DIR, CpuMeter, RssSampler, atNice, monotonicUs, rssMb, startChild, type Child } from "../lib/proc.js";
 import { mean, round, roundSummary, summarize, type Summary } from "../lib/stats.js";
 
 export interface ServingOptions {
@@ -254,6 +255,8 @@ export async function runServing(options: ServingOptions): Promise<ServingResult
   let nc: NatsConnection | undefined;
   const clients: HttpClient[] = [];
   const windows: PhaseWindow[] = [];
+  /** The nice value raw onnxruntime's throughput windows ran at (the executor's inference threads' when the process may take it). */
+  let rawNice: number | undefined;
   try {
     const t0 = Date.now();
     stack = await startStack({ cpuWorkers: 1, workerThreads: 2, logLevel: "info", env: stackEnv }); // "info": the services announce "ready" at info level
@@ -390,11 +393,14 @@ export async function runServing(options: ServingOptions): Promise<ServingResult
       );
       for (let rot = 0; rot < p.rotations; rot++) {
         log(`  ${m.model.name}: throughput rotation ${rot + 1}/${p.rotations}: raw b1, raw b8, ${names.join(", ")} (${p.load.concurrency} clients, ${p.load.durationMs / 1000} s each)`);
+        // Raw onnxruntime at the priority of the executor's inference thread (bench/lib/proc.ts atNice).
         await mark("raw-b1", async () => {
-          rawB1.push((await backToBack(() => runner.runOne(q.tensors), p.raw)).callsPerS);
+          const { result, nice } = await atNice(INFERENCE_NICE, () => backToBack(() => runner.runOne(q.tensors), p.raw));
+          rawB1.push(result.callsPerS);
+          rawNice = nice;
         })();
         await mark("raw-b8", async () => {
-          const r = await backToBack(() => runner.runBatch(batch8), p.raw);
+          const { result: r } = await atNice(INFERENCE_NICE, () => backToBack(() => runner.runBatch(batch8), p.raw));
           rawB8.push(r.callsPerS * 8);
           rawB8Ms.push(summarize(r.msPerCall).p50);
         })();
@@ -512,6 +518,9 @@ export async function runServing(options: ServingOptions): Promise<ServingResult
         variantMaxBatch: 8,
         batchWaitMs: 0,
         rawIntraOpThreads: 1,
+        // Raw onnxruntime's throughput windows and the executor's inference thread: the same priority.
+        rawThroughputNice: rawNice ?? null,
+        executorInferenceNice: INFERENCE_NICE,
         systemProcesses: Object.keys(systemPids),
         plan: { small: plan("small", quick), rec: plan("rec", quick) },
         cpuProfiled: Boolean(options.profileDir),

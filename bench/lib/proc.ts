@@ -1,6 +1,7 @@
 import { spawnSync, type ChildProcess } from "node:child_process";
-import { startScript } from "@sloserve/stack";
-import { readFileSync } from "node:fs";
+import { MALLOC_ENV, startScript } from "@sloserve/stack";
+import { readFileSync, readdirSync } from "node:fs";
+import { getPriority, setPriority } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -47,10 +48,10 @@ function ticksPerSecond(): number {
   return clockTicks;
 }
 
-/** User + system CPU time a process has used so far, ms (/proc/<pid>/stat); null if it is gone. */
-export function cpuMs(pid: number): number | null {
+/** User + system CPU time in a /proc `stat` file (a process's or a thread's), ms; null if it is gone. */
+function statCpuMs(path: string): number | null {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const stat = readFileSync(path, "utf8");
     // Fields after the command name (which may contain spaces) start after the last ')'.
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     const utime = Number(fields[11]);
@@ -59,6 +60,45 @@ export function cpuMs(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/** User + system CPU time a process has used so far, ms (/proc/<pid>/stat); null if it is gone. */
+export function cpuMs(pid: number): number | null {
+  return statCpuMs(`/proc/${pid}/stat`);
+}
+
+/**
+ * Time on a CPU and time runnable but waiting for one, so far, ms, of each thread of a process, by
+ * thread id (/proc/<pid>/task/<tid>/schedstat: ns, finer than stat's clock ticks).
+ */
+export function threadSchedMs(pid: number): Map<string, { runMs: number; waitMs: number }> {
+  const out = new Map<string, { runMs: number; waitMs: number }>();
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const [run, wait] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").trim().split(" ").map(Number);
+      out.set(tid, { runMs: (run ?? 0) / 1e6, waitMs: (wait ?? 0) / 1e6 });
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
+}
+
+/**
+ * Runs this script again in a new process with libs/stack's malloc settings (glibc reads them at
+ * start) unless it has them, and exits with its status: the services run with them, so the reference
+ * measured in the benchmark's own process (raw onnxruntime) must too.
+ */
+export function rerunWithMallocEnv(): void {
+  if (Object.keys(MALLOC_ENV).every((k) => process.env[k] !== undefined)) return;
+  const again = spawnSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { stdio: "inherit", env: { ...MALLOC_ENV, ...process.env } });
+  process.exit(again.status ?? 1);
 }
 
 /** Samples the RSS of named processes every `periodMs`, keeping the largest value seen. */
@@ -113,4 +153,26 @@ export class CpuMeter {
 /** Monotonic clock in µs, the same clock V8's CPU profiles use for their timestamps (Linux). */
 export function monotonicUs(): number {
   return Number(process.hrtime.bigint() / 1000n);
+}
+
+/**
+ * Runs `fn` with this thread at the nice value the executors give their inference threads (libs/executor
+ * INFERENCE_NICE), then back to its own: raw onnxruntime, the reference of throughput_vs_raw, runs at
+ * the priority the system's inference runs at. Where the process may not take it (no CAP_SYS_NICE),
+ * neither may the executors: both keep the process's. Returns fn's result and the nice value used.
+ */
+export async function atNice<T>(nice: number, fn: () => Promise<T>): Promise<{ result: T; nice: number }> {
+  const before = getPriority();
+  let used = before;
+  try {
+    setPriority(nice);
+    used = nice;
+  } catch {
+    // not permitted: run as we are
+  }
+  try {
+    return { result: await fn(), nice: used };
+  } finally {
+    if (used !== before) setPriority(before);
+  }
 }

@@ -14,6 +14,8 @@ import { Objm, type ObjectStore } from "@nats-io/obj";
 import { streams, subjects, MODEL_BUCKET } from "@sloserve/contracts";
 import type { Logger } from "./log.js";
 import { PresenceWatch, ResendingRequester, watchReconnects, type DispatcherPresence, type ReconnectEvent } from "./resend.js";
+import { writeQueuedInPieces } from "./outbound.js";
+import { readLargeMessagesWhole } from "./inbound.js";
 
 export interface Bus {
   nc: NatsConnection;
@@ -165,6 +167,10 @@ export async function connectBus(options: BusOptions): Promise<Bus> {
     // dispatcher's CPU on the query path (bench/README.md).
     noAsyncTraces: true,
   });
+  // Queued messages go to the socket as their pieces, not concatenated first (outbound.ts); a large
+  // message comes in with one buffer (inbound.ts).
+  writeQueuedInPieces(nc);
+  readLargeMessagesWhole();
   const log = options.log;
   // Every connection announces its reconnections; callers of queries send again what waits.
   const requester = options.resendOnReconnect ? new ResendingRequester(nc, log) : undefined;

@@ -5,3 +5,5 @@ export * from "./service.js";
 export * from "./clock.js";
 export * from "./ticker.js";
 export * from "./resend.js";
+export * from "./outbound.js";
+export * from "./inbound.js";

@@ -1,6 +1,7 @@
 import type { NatsConnection, MsgHdrs } from "@nats-io/transport-node";
-import { ErrorCode, ServeError, headers, contentTypes, isErrorCode, encodeTensors, tensorDataToJson, type Tensor } from "@sloserve/contracts";
+import { ErrorCode, ServeError, headers, contentTypes, isErrorCode, encodeTensorParts, tensorDataToJson, type Tensor } from "@sloserve/contracts";
 import { makeHeaders } from "./connection.js";
+import { ALIGN_FROM_BYTES, alignPayload, publishParts } from "./outbound.js";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -27,12 +28,15 @@ export function replyError(nc: NatsConnection, subject: string | undefined, err:
  * overflowed ones, so both look the same to the caller.
  */
 export function replyInference(nc: NatsConnection, subject: string, outputs: readonly Tensor[], extra: Record<string, unknown>, options: { json: boolean; requestId: string | undefined }): void {
-  const payload = options.json
-    ? encoder.encode(JSON.stringify({ ...extra, outputs: outputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: tensorDataToJson(t) })) }))
-    : encodeTensors(outputs, extra);
-  nc.publish(subject, payload, {
-    headers: makeHeaders({ [headers.requestId]: options.requestId, [headers.contentType]: options.json ? contentTypes.json : contentTypes.wire }),
-  });
+  const hdrs = makeHeaders({ [headers.requestId]: options.requestId, [headers.contentType]: options.json ? contentTypes.json : contentTypes.wire });
+  if (options.json) {
+    nc.publish(subject, encoder.encode(JSON.stringify({ ...extra, outputs: outputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: tensorDataToJson(t) })) })), { headers: hdrs });
+    return;
+  }
+  // The outputs are not copied into a message: the header, then views of the outputs; and the caller
+  // reads them in place (outbound.ts).
+  const { parts, byteLength } = encodeTensorParts(outputs, extra);
+  publishParts(nc, subject, parts, byteLength, { headers: byteLength >= ALIGN_FROM_BYTES ? alignPayload(hdrs) : hdrs });
 }
 
 /** If a reply is an error reply, returns it as a ServeError. */

@@ -22,20 +22,52 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const align8 = (n: number): number => (n + 7) & ~7;
 
-export function encodeTensors(tensors: readonly Tensor[], extra: Record<string, unknown> = {}): Uint8Array {
+/** The header of a message: [u32 LE: meta length][meta][padding to 8]. */
+function wireHead(tensors: readonly Tensor[], extra: Record<string, unknown>): Uint8Array {
   const metas: WireTensorMeta[] = tensors.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, byteLength: t.data.byteLength }));
   const metaBytes = encoder.encode(JSON.stringify({ ...extra, tensors: metas }));
-  let size = align8(4 + metaBytes.length);
-  for (const m of metas) size += align8(m.byteLength);
+  const head = new Uint8Array(align8(4 + metaBytes.length));
+  new DataView(head.buffer).setUint32(0, metaBytes.length, true);
+  head.set(metaBytes, 4);
+  return head;
+}
+
+const bytesOf = (t: Tensor): Uint8Array => new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+
+export function encodeTensors(tensors: readonly Tensor[], extra: Record<string, unknown> = {}): Uint8Array {
+  const head = wireHead(tensors, extra);
+  let size = head.byteLength;
+  for (const t of tensors) size += align8(t.data.byteLength);
   const out = new Uint8Array(size);
-  new DataView(out.buffer).setUint32(0, metaBytes.length, true);
-  out.set(metaBytes, 4);
-  let offset = align8(4 + metaBytes.length);
+  out.set(head);
+  let offset = head.byteLength;
   for (const t of tensors) {
-    out.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), offset);
+    out.set(bytesOf(t), offset);
     offset += align8(t.data.byteLength);
   }
   return out;
+}
+
+/** Zeros for the padding after a tensor (at most 7 bytes); shared, never written. */
+const PADDING = new Uint8Array(8);
+
+/**
+ * {@link encodeTensors} in pieces, without copying the tensors: the header, then each tensor's bytes
+ * as a view of its data, followed by its padding. Written one after the other they are exactly
+ * encodeTensors' bytes (`byteLength` in all): a large answer (ocr-rec's 1 MB) goes from the engine's
+ * output to the socket without being copied into a message first (libs/bus publishParts).
+ */
+export function encodeTensorParts(tensors: readonly Tensor[], extra: Record<string, unknown> = {}): { parts: Uint8Array[]; byteLength: number } {
+  const head = wireHead(tensors, extra);
+  const parts: Uint8Array[] = [head];
+  let byteLength = head.byteLength;
+  for (const t of tensors) {
+    const n = t.data.byteLength;
+    if (n > 0) parts.push(bytesOf(t));
+    if (align8(n) > n) parts.push(PADDING.subarray(0, align8(n) - n));
+    byteLength += align8(n);
+  }
+  return { parts, byteLength };
 }
 
 export interface DecodedWire<M> {

@@ -17,6 +17,8 @@ export interface ModelBackend {
    * A local engine has none (it is there while the process is).
    */
   health?(): Promise<BackendHealth>;
+  /** Why the engine's thread runs without the priority it asked for (onnxBackend's `inferenceNice`); absent when it has it or asked none. */
+  priorityRefused?: string;
 }
 
 export type BackendHealth = { ok: true } | { ok: false; reason: string };

@@ -3,12 +3,23 @@ import { EngineThreadChoice, gpuSessionPlan, mayRunInline, type GpuOffer } from 
 import type { BackendFactory, ModelBackend } from "./backend.js";
 
 /**
+ * The nice value of a CPU variant's inference thread (and onnxruntime's threads for it): ahead of the
+ * worker's own event loop and the other processes of its machine (the bus, the services), so that the
+ * bytes moving around a compute-bound model do not slow its inference (bench/README.md, "the data
+ * path": on the 2-core dev machine the inference thread of ocr-rec waited for a core 40% of the
+ * time). Taking it needs CAP_SYS_NICE; without it the thread keeps the process's priority.
+ */
+export const INFERENCE_NICE = -10;
+
+/**
  * onnxruntime-node with the given execution providers (["cpu"] or ["cuda", "cpu"]). With a `gpu` offer
  * (executor-gpu) each variant's providers come from its hardware settings (libs/policy
  * `gpuSessionPlan`: CUDA, or TensorRT at its precision), and a variant this worker cannot build is
  * refused with the plan's reason.
  */
-export function onnxBackend(hardware: "cpu" | "gpu", executionProviders: string[], options: { gpu?: GpuOffer } = {}): BackendFactory {
+export function onnxBackend(hardware: "cpu" | "gpu", executionProviders: string[], options: { gpu?: GpuOffer; inferenceNice?: number } = {}): BackendFactory {
+  // A GPU variant's thread mostly waits for its device: it keeps the process's priority.
+  const threadNice = hardware === "cpu" ? (options.inferenceNice ?? INFERENCE_NICE) : undefined;
   return {
     hardware,
     async load(bytes, { threads, variant, settings, model, maxBatch }): Promise<ModelBackend> {
@@ -37,8 +48,9 @@ export function onnxBackend(hardware: "cpu" | "gpu", executionProviders: string[
           () => (moveFailed = true),
         );
       };
-      runner = await OnnxRunner.load(bytes, { intraOpThreads: threads, executionProviders: [...providers], thread: true, movable: choice !== undefined, onRun });
-      return { runBatch: (queries) => runner.runBatch(queries), release: () => runner.release() };
+      runner = await OnnxRunner.load(bytes, { intraOpThreads: threads, executionProviders: [...providers], thread: true, movable: choice !== undefined, onRun, ...(threadNice !== undefined ? { threadNice } : {}) });
+      const refused = runner.priority?.error;
+      return { runBatch: (queries) => runner.runBatch(queries), release: () => runner.release(), ...(refused ? { priorityRefused: `nice ${threadNice}: ${refused}` } : {}) };
     },
   };
 }

@@ -269,6 +269,7 @@ export class Worker {
       if (!bytes) throw new Error(`model binary ${variant.object} is missing from the repository`);
       for (let i = 0; i < count; i++) {
         const backend = await this.backends.load(bytes, { threads: variant.threads, model: variant.model, quantization: variant.quantization, variant: variant.name, maxBatch: variant.maxBatch, ...(variant.settings ? { settings: variant.settings } : {}) });
+        if (backend.priorityRefused) this.log.info({ variant: variant.name, why: backend.priorityRefused }, "inference thread runs at the process's priority");
         const instance = new VariantInstance(variant, backend, this.bus, { id: this.id, hardware: this.hardware }, this.log.child({ variant: variant.name }), this.clock, this.options.metrics?.forVariant(variant));
         await instance.start();
         this.instances.set(variant.name, [...(this.instances.get(variant.name) ?? []), instance]);

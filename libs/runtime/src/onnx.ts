@@ -26,6 +26,13 @@ export interface ModelSignature {
 export interface RunnerOptions {
   /** Threads onnxruntime may use inside one operator. @default 1 */
   intraOpThreads?: number;
+  /**
+   * The scheduling priority (nice value, Linux: per thread) of a session in a thread of its own
+   * (`thread`), and of onnxruntime's threads for it; lower runs first. A value the process may not
+   * take (below its own without CAP_SYS_NICE) leaves the thread as it is ({@link OnnxRunner.priority}
+   * says why). @default unchanged
+   */
+  threadNice?: number;
   /** Execution providers in order of preference, by name or with their options (`deviceId`). @default ["cpu"] */
   executionProviders?: Array<string | { name: string; deviceId?: number }>;
 }
@@ -76,9 +83,17 @@ interface EngineRun {
   ms: number;
 }
 
+/** The priority a session's thread asked for ({@link RunnerOptions.threadNice}) and what it got: `error` when it could not take it. */
+export interface ThreadPriority {
+  nice: number;
+  error?: string;
+}
+
 /** Runs one set of feeds. */
 interface Engine {
   signature: ModelSignature;
+  /** A thread engine's priority, when one was asked for. */
+  readonly priority?: ThreadPriority | undefined;
   /** `owned`: the caller no longer needs the inputs' buffers (the engine may take them instead of copying). */
   run(inputs: readonly Tensor[], owned?: boolean): Promise<EngineRun>;
   release(): Promise<void>;
@@ -121,7 +136,7 @@ class ThreadEngine implements Engine {
   private nextId = 0;
   private readonly waiting = new Map<number, { resolve: (r: EngineRun) => void; reject: (e: Error) => void }>();
 
-  private constructor(private readonly thread: Worker, readonly signature: ModelSignature) {
+  private constructor(private readonly thread: Worker, readonly signature: ModelSignature, readonly priority: ThreadPriority | undefined) {
     thread.on("message", (msg: ThreadResult) => {
       if (msg.type !== "result" || msg.id === undefined) return;
       const w = this.waiting.get(msg.id);
@@ -141,12 +156,12 @@ class ThreadEngine implements Engine {
 
   static async start(bytes: Uint8Array, options: RunnerOptions): Promise<ThreadEngine> {
     const thread = new Worker(new URL("./ort-thread.mjs", import.meta.url), {
-      workerData: { bytes, options: sessionOptions(options) },
+      workerData: { bytes, options: sessionOptions(options), nice: options.threadNice },
       execArgv: [],
     });
-    const ready = await new Promise<{ inputs: ort.InferenceSession.ValueMetadata[]; outputs: ort.InferenceSession.ValueMetadata[] }>((resolve, reject) => {
-      thread.once("message", (msg: { type: string; message?: string; inputs?: ort.InferenceSession.ValueMetadata[]; outputs?: ort.InferenceSession.ValueMetadata[] }) => {
-        if (msg.type === "ready") resolve({ inputs: msg.inputs ?? [], outputs: msg.outputs ?? [] });
+    const ready = await new Promise<{ inputs: ort.InferenceSession.ValueMetadata[]; outputs: ort.InferenceSession.ValueMetadata[]; priority?: ThreadPriority }>((resolve, reject) => {
+      thread.once("message", (msg: { type: string; message?: string; inputs?: ort.InferenceSession.ValueMetadata[]; outputs?: ort.InferenceSession.ValueMetadata[]; priority?: ThreadPriority }) => {
+        if (msg.type === "ready") resolve({ inputs: msg.inputs ?? [], outputs: msg.outputs ?? [], ...(msg.priority ? { priority: msg.priority } : {}) });
         else reject(new ServeError(ErrorCode.invalidModel, `onnxruntime cannot load the model: ${msg.message ?? "unknown error"}`));
       });
       thread.once("error", reject);
@@ -154,7 +169,7 @@ class ThreadEngine implements Engine {
       await thread.terminate();
       throw err;
     });
-    return new ThreadEngine(thread, { inputs: ready.inputs.map((m) => specOf(m, "input")), outputs: ready.outputs.map((m) => specOf(m, "output")) });
+    return new ThreadEngine(thread, { inputs: ready.inputs.map((m) => specOf(m, "input")), outputs: ready.outputs.map((m) => specOf(m, "output")) }, ready.priority);
   }
 
   run(inputs: readonly Tensor[], owned = false): Promise<EngineRun> {
@@ -256,6 +271,11 @@ export class OnnxRunner {
   /** Where the session runs now. */
   get thread(): SessionThread {
     return this.slot.thread;
+  }
+
+  /** The session's thread's priority, when `threadNice` was given and the session runs in a thread. */
+  get priority(): ThreadPriority | undefined {
+    return this.slot.engine.priority;
   }
 
   /**

@@ -1,5 +1,6 @@
 import { JetStreamApiError, type PubAck } from "@nats-io/jetstream";
 import { createInbox, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
+import { ALIGN_FROM_BYTES, alignPayload } from "@sloserve/bus";
 
 /** What publishUntil needs: nats.js' JetStreamClient is one. */
 export interface QueuePublisher {
@@ -64,6 +65,8 @@ export class AckedPublisher implements QueuePublisher {
       this.waiting.set(token, { subject, resolve, reject, timer });
       try {
         options.headers.set(MSG_ID, options.msgID);
+        // A large query's tensors are then read in place by the executor (libs/bus outbound.ts).
+        if (data.byteLength >= ALIGN_FROM_BYTES) alignPayload(options.headers);
         this.nc.publish(subject, data, { reply: `${this.prefix}${token}`, headers: options.headers });
       } catch (err) {
         clearTimeout(timer);
