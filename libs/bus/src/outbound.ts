@@ -1,5 +1,6 @@
 import { Socket } from "node:net";
 import type { MsgHdrs, NatsConnection } from "@nats-io/transport-node";
+import { concatParts } from "@sloserve/contracts";
 
 /**
  * Large messages out without copies (bench/README.md, "the data path"). nats.js 3 queues each outgoing
@@ -111,21 +112,11 @@ export function publishParts(nc: NatsConnection, subject: string, parts: readonl
   const hdrs = typeof encode === "function" ? encode.call(options.headers) : undefined;
   const total = (hdrs?.length ?? 0) + byteLength;
   if (!p || !hdrs || typeof check !== "function" || p.info?.headers !== true || p.info.max_payload === undefined || total > p.info.max_payload || parts.length < 2) {
-    nc.publish(subject, parts.length === 1 ? (parts[0] as Uint8Array) : concat(parts, byteLength), options);
+    nc.publish(subject, parts.length === 1 ? (parts[0] as Uint8Array) : concatParts(parts, byteLength), options);
     return;
   }
   check.call(nc, subject, false, true);
   p.outBytes += total;
   p.outMsgs++;
   p.sendCommand(`HPUB ${subject} ${hdrs.length} ${total}\r\n`, hdrs, ...parts, CRLF);
-}
-
-function concat(parts: readonly Uint8Array[], byteLength: number): Uint8Array {
-  const out = new Uint8Array(byteLength);
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.byteLength;
-  }
-  return out;
 }

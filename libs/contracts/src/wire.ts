@@ -35,15 +35,17 @@ function wireHead(tensors: readonly Tensor[], extra: Record<string, unknown>): U
 const bytesOf = (t: Tensor): Uint8Array => new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
 
 export function encodeTensors(tensors: readonly Tensor[], extra: Record<string, unknown> = {}): Uint8Array {
-  const head = wireHead(tensors, extra);
-  let size = head.byteLength;
-  for (const t of tensors) size += align8(t.data.byteLength);
-  const out = new Uint8Array(size);
-  out.set(head);
-  let offset = head.byteLength;
-  for (const t of tensors) {
-    out.set(bytesOf(t), offset);
-    offset += align8(t.data.byteLength);
+  const { parts, byteLength } = encodeTensorParts(tensors, extra);
+  return concatParts(parts, byteLength);
+}
+
+/** Pieces written one after the other into one buffer of `byteLength` bytes. */
+export function concatParts(parts: readonly Uint8Array[], byteLength: number): Uint8Array {
+  const out = new Uint8Array(byteLength);
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.byteLength;
   }
   return out;
 }
