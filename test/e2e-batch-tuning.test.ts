@@ -171,6 +171,10 @@ describe("e2e batch tuning", () => {
     for (const x of idleBefore) expect(x.batchWaitMs, summary).toBeLessThanOrEqual(Math.max(5, best!.batchWaitMs / 4));
     expect(Math.max(...after.map((x) => x.size)), summary).toBeGreaterThan(1);
     expect(mean(after.map((x) => x.size)), summary).toBeGreaterThanOrEqual(1.5);
-    expect(mean(after.map((x) => x.batchWaitMs)), summary).toBeGreaterThan(mean(idleBefore.map((x) => x.batchWaitMs)));
+    // Waiting for company is what a query that finds the executor idle does; one queued behind a
+    // running batch (a stall of the shared machine) is batched by the backlog, without waiting.
+    const idleAfter = after.filter((x) => x.queueMs === 0);
+    expect(idleAfter.length, summary).toBeGreaterThan(0);
+    expect(mean(idleAfter.map((x) => x.batchWaitMs)), summary).toBeGreaterThan(mean(idleBefore.map((x) => x.batchWaitMs)));
   }, 120_000);
 });
