@@ -210,8 +210,14 @@ say(`app ${app}: ${variants.length} profiled CPU variant(s): ${variants.map((v) 
 
 const nc: NatsConnection = await connect({ servers: natsUrl, name: "replay" });
 const workerSeen = new Map<string, { first: number; last: number }>();
-/** Observed / profiled batch time of the app's variants, one per worker report second with ≥ 10 batches (the variant-state rule's evidence), with the second of the window. */
-const slowdowns: Array<{ s: number; x: number }> = [];
+/**
+ * The app's variants' busy time as observed and as profiled (Σ batch run times / window, and the same at
+ * each batch's profiled time), one per worker report with ≥ 10 batches (the variant-state rule's
+ * evidence), with the second of the window. Their ratio of sums is how much slower than profiled the
+ * workers ran: what their utilisation and the interference rule saw (a median batch time would not
+ * be: batch times skew to the right, and the busy share sums them).
+ */
+const slowdowns: Array<{ s: number; observed: number; profiled: number }> = [];
 let measuring = false;
 let lastForecast: number | undefined;
 let lastCost: CostSummary | undefined;
@@ -239,8 +245,14 @@ const subs: Subscription[] = [
         for (const v of r.variants) {
           const p = variants.find((x) => x.name === v.variant);
           if (!p || v.batches < 10 || v.batchP50Ms <= 0) continue;
+          const s = Math.floor((now - t0) / 1000);
+          if (v.profiledUtilisation !== undefined) {
+            if (v.profiledUtilisation > 0) slowdowns.push({ s, observed: v.utilisation, profiled: v.profiledUtilisation });
+            continue;
+          }
+          // An executor without the profiled share (an older one): its median batch against the profile.
           const profiled = profiledLatencyAt(p.latencyMs as Record<string, number>, Math.max(1, Math.round(v.batchSizeP50)));
-          if (profiled > 0) slowdowns.push({ s: Math.floor((now - t0) / 1000), x: v.batchP50Ms / profiled });
+          if (profiled > 0) slowdowns.push({ s, observed: v.batchP50Ms, profiled });
         }
       } catch (err) {
         onBad("worker report", err);
@@ -486,6 +498,16 @@ bar?.stop();
 // ------------------------------------------------------------------------------------ live figures
 
 const median = (xs: number[]): number | undefined => (xs.length > 0 ? quantile(xs, 0.5) : undefined);
+/** Σ observed / Σ profiled of some busy-time samples (undefined: none, or nothing profiled). */
+const ratioOfSums = (xs: ReadonlyArray<{ observed: number; profiled: number }>): number | undefined => {
+  let observed = 0;
+  let profiled = 0;
+  for (const x of xs) {
+    observed += x.observed;
+    profiled += x.profiled;
+  }
+  return profiled > 0 ? observed / profiled : undefined;
+};
 const inWindow = (lastCost?.instances ?? []).filter((i) => i.launchedAtMs <= windowEnd && (i.endedAtMs ?? Infinity) >= t0);
 const bootTimes = inWindow.flatMap((i) => {
   const seen = workerSeen.get(i.worker);
@@ -547,17 +569,21 @@ const measured = {
   functions_warm_at_start: functionsWarm,
   function_warm_ms: median(fnAnswers.filter((o) => !o.cold).map((o) => o.fnMs)) ?? (variants[0]?.latencyMs[1] ?? 20),
   function_samples: fnAnswers.length,
-  /** Median observed / profiled batch time on the workers (1: as profiled). */
-  slowdown: Math.max(1, median(slowdowns.map((x) => x.x)) ?? 1),
+  /** The workers' observed / profiled busy time over the window (1: as profiled). */
+  slowdown: Math.max(1, ratioOfSums(slowdowns) ?? 1),
   slowdown_samples: slowdowns.length,
 };
-/** Per second of the window: the median slowdown the workers reported (the last one carried over seconds without evidence). */
+/** Per second of the window: the workers' observed / profiled busy time (the last second's carried over seconds without evidence). */
 const slowdownSeries: number[] = [];
-for (let i = 0, last = measured.slowdown; i < Math.ceil(schedule.durationMs / 1000); i++) {
-  last = median(slowdowns.filter((x) => x.s === i).map((x) => x.x)) ?? last;
-  slowdownSeries.push(Math.max(1, last));
+{
+  const bySecond = new Map<number, typeof slowdowns>();
+  for (const x of slowdowns) bySecond.set(x.s, [...(bySecond.get(x.s) ?? []), x]);
+  for (let i = 0, last = measured.slowdown; i < Math.ceil(schedule.durationMs / 1000); i++) {
+    last = ratioOfSums(bySecond.get(i) ?? []) ?? last;
+    slowdownSeries.push(Math.max(1, last));
+  }
 }
-say(`live done; simulating with boot ${measured.boot_ms.toFixed(0)} ms (${bootTimes.length} measured), function cold start ${measured.function_cold_start_ms.toFixed(0)} ms, warm ${measured.function_warm_ms.toFixed(1)} ms, workers ${measured.slowdown.toFixed(2)}× slower than profiled (median of ${slowdowns.length} samples; replayed second by second)`);
+say(`live done; simulating with boot ${measured.boot_ms.toFixed(0)} ms (${bootTimes.length} measured), function cold start ${measured.function_cold_start_ms.toFixed(0)} ms, warm ${measured.function_warm_ms.toFixed(1)} ms, workers ${measured.slowdown.toFixed(2)}× slower than profiled (busy time, ${slowdowns.length} reports; replayed second by second)`);
 const simInput = {
   config,
   arrivalsMs: arrivals,

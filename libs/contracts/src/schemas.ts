@@ -223,6 +223,12 @@ export const variantMetricsSchema = z.object({
   latencyP50Ms: z.number().nonnegative(),
   latencyP99Ms: z.number().nonnegative(),
   utilisation: z.number().min(0),
+  /**
+   * What `utilisation` would have been had every batch of the window run in its profiled time (Σ
+   * profiled batch time at each batch's size / window): utilisation / this is how much slower than
+   * profiled the variant ran, the evidence of the interference rule; absent: older reports.
+   */
+  profiledUtilisation: z.number().min(0).optional(),
 });
 export type VariantMetrics = z.infer<typeof variantMetricsSchema>;
 

@@ -373,6 +373,7 @@ export class Worker {
         batchP50Ms: f.batchP50Ms,
         batchSizeP50: f.batchSizeP50,
         utilisation: f.busyMs / windowMs,
+        profiledUtilisation: f.profiledBatchMs / windowMs,
       };
     });
     const held = this.held();
