@@ -3,6 +3,7 @@ export * from "./errors.js";
 export * from "./names.js";
 export * from "./tensors.js";
 export * from "./wire.js";
+export * from "./coalesced.js";
 export * from "./schemas.js";
 export * from "./config.js";
 export * from "./oip.js";

@@ -146,6 +146,11 @@ export const headers = {
    * registration): answered like any other, left out of the pipeline's reports and measured s_m.
    */
   profiling: "x-profiling",
+  /**
+   * On a queue message (`q.<variant>`) that carries several queries coalesced by the dispatcher: how
+   * many (libs/contracts coalesced.ts; docs/ARCHITECTURE.md "The query path"). Absent: one query.
+   */
+  queries: "x-queries",
 } as const;
 
 export const contentTypes = {

@@ -2,12 +2,14 @@ import { AckPolicy, DeliverPolicy, type Consumer, type JsMsg, type ConsumerMessa
 import {
   ErrorCode,
   ServeError,
+  decodeCoalesced,
   decodeTensors,
   headers,
   queueConsumer,
   streams,
   subjects,
   type Clock,
+  type CoalescedQuery,
   type Tensor,
   type VariantRecord,
 } from "@sloserve/contracts";
@@ -26,8 +28,38 @@ import type { QueryMetrics } from "./metrics.js";
  * another replica if this one dies.
  */
 
-interface Pending {
+/**
+ * A message of the variant's queue: one query, or several that the dispatcher coalesced into one
+ * (libs/contracts coalesced.ts). It is acked once every query of it is answered (or failed), so that
+ * a replica that dies before then leaves all of them to be redelivered.
+ */
+interface Carrier {
   msg: JsMsg;
+  /** Its queries not answered yet. */
+  left: number;
+  /** Put back (nak'ed, {@link VariantInstance.pause}): its queries answered here since are not acked. */
+  dropped: boolean;
+}
+
+/** What a query's headers are read with: the message's own, or its entry in a coalesced message. */
+interface QueryHeaders {
+  get(name: string): string;
+}
+
+class FieldHeaders implements QueryHeaders {
+  constructor(private readonly fields: Record<string, string>) {}
+  get(name: string): string {
+    return this.fields[name] ?? "";
+  }
+}
+
+const NO_HEADERS: QueryHeaders = { get: () => "" };
+
+interface Pending {
+  carrier: Carrier;
+  headers: QueryHeaders;
+  /** Its binary tensor payload (a view of the message). */
+  data: Uint8Array;
   queuedAtMs: number;
   receivedAtMs: number;
   deadlineMs: number;
@@ -186,13 +218,20 @@ export class VariantInstance {
     await this.consume();
     this.keepAlive = setInterval(() => {
       const old = this.clock.now() - KEEPALIVE_MS;
-      for (const p of [...this.inFlight, ...this.queue.items]) if (p.receivedAtMs < old) p.msg.working();
+      const marked = new Set<Carrier>();
+      for (const p of [...this.inFlight, ...this.queue.items]) {
+        if (p.receivedAtMs >= old || marked.has(p.carrier)) continue;
+        marked.add(p.carrier);
+        p.carrier.msg.working();
+      }
     }, KEEPALIVE_MS);
   }
 
   private async consume(): Promise<void> {
-    // Prefetch about two batches: enough to keep the engine busy, little enough that other replicas
-    // of the variant get their share of the queue.
+    // Pulls for two batches' worth of messages stay open (a message the dispatcher coalesced holds up
+    // to maxBatch queries). nats.js pulls again as messages arrive, not as they are run, so this sizes
+    // the server's hand-out to this replica, not what it holds: the pump takes every message into
+    // the batching queue at once (docs/ARCHITECTURE.md "The query path").
     // Pulls expire after 5 s (heartbeats every 2.5 s) instead of nats.js's 30 s: when the stream's leader
     // moves (a NATS node of a cluster lost, test/fault-nats-cluster.test.ts) the open pull is lost with
     // it, and the client only pulls again once it has missed two heartbeats.
@@ -214,7 +253,12 @@ export class VariantInstance {
     const messages = this.messages;
     this.messages = undefined;
     await messages?.close().catch((err: unknown) => this.log.warn({ err, variant: this.variant.name }, "closing the query consumer failed"));
-    for (const p of this.queue.items.splice(0)) p.msg.nak();
+    for (const p of this.queue.items.splice(0)) {
+      if (p.carrier.dropped) continue;
+      // A coalesced message with queries in the batch running is put back whole: those are answered twice.
+      p.carrier.dropped = true;
+      p.carrier.msg.nak();
+    }
   }
 
   /** Whether the engine can serve now, for an engine that can tell (a remote one); undefined for a local engine. */
@@ -238,21 +282,44 @@ export class VariantInstance {
         }
         if (msg.info.deliveryCount > 1 && this.redelivered(msg)) continue;
         const now = this.clock.now();
-        const enq = Number(msg.headers?.get(headers.enqueuedAt));
-        const deadline = Number(msg.headers?.get(headers.deadline));
-        this.queue.items.push({
-          msg,
-          queuedAtMs: Number.isFinite(enq) && enq > 0 ? Math.min(enq, now) : now,
-          receivedAtMs: now,
-          // x-late-ok (a pipeline stage): run it even when late, so it gets no deadline to be shed by.
-          deadlineMs: Number.isFinite(deadline) && deadline > 0 && msg.headers?.get(headers.lateOk) !== "1" ? deadline : Infinity,
-        });
-        this.stats.arrivals++;
+        const h = msg.headers;
+        const count = Number(h?.get(headers.queries));
+        if (count > 1) {
+          // Several queries in one message (libs/contracts coalesced.ts): each joins the batching alone.
+          let queries: CoalescedQuery[];
+          try {
+            queries = decodeCoalesced(msg.data);
+          } catch (err) {
+            this.log.error({ err, variant: this.variant.name, seq: msg.seq }, "a coalesced queue message could not be read: dropped");
+            msg.term();
+            continue;
+          }
+          const carrier: Carrier = { msg, left: queries.length, dropped: false };
+          for (const q of queries) this.take(carrier, new FieldHeaders(q.headers), q.payload, now);
+        } else {
+          this.take({ msg, left: 1, dropped: false }, h ?? NO_HEADERS, msg.data, now);
+        }
         this.schedule();
       }
     } catch (err) {
       if (!this.stopped) this.log.error({ err, variant: this.variant.name }, "query consumer failed");
     }
+  }
+
+  /** Queues one query of a message. */
+  private take(carrier: Carrier, h: QueryHeaders, data: Uint8Array, nowMs: number): void {
+    const enq = Number(h.get(headers.enqueuedAt));
+    const deadline = Number(h.get(headers.deadline));
+    this.queue.items.push({
+      carrier,
+      headers: h,
+      data,
+      queuedAtMs: Number.isFinite(enq) && enq > 0 ? Math.min(enq, nowMs) : nowMs,
+      receivedAtMs: nowMs,
+      // x-late-ok (a pipeline stage): run it even when late, so it gets no deadline to be shed by.
+      deadlineMs: Number.isFinite(deadline) && deadline > 0 && h.get(headers.lateOk) !== "1" ? deadline : Infinity,
+    });
+    this.stats.arrivals++;
   }
 
   /**
@@ -265,8 +332,8 @@ export class VariantInstance {
       msg.ack();
       return true;
     }
-    const held = this.queue.items.find((p) => p.msg.seq === msg.seq) ?? this.inFlight.find((p) => p.msg.seq === msg.seq);
-    if (held) held.msg = msg;
+    const held = this.queue.items.find((p) => p.carrier.msg.seq === msg.seq) ?? this.inFlight.find((p) => p.carrier.msg.seq === msg.seq);
+    if (held) held.carrier.msg = msg;
     return held !== undefined;
   }
 
@@ -299,8 +366,8 @@ export class VariantInstance {
 
   /** A query that cannot finish by its deadline is answered with a clear error, not run late. */
   private late(p: Pending, nowMs: number): void {
-    const h = p.msg.headers;
-    this.fail(p, h?.get(headers.replyTo) || undefined, new ServeError(ErrorCode.deadlineExceeded, `query could not finish before its deadline (waited ${nowMs - p.queuedAtMs} ms in the queue of ${this.variant.name})`), h?.get(headers.requestId) || undefined, "shed");
+    const h = p.headers;
+    this.fail(p, h.get(headers.replyTo) || undefined, new ServeError(ErrorCode.deadlineExceeded, `query could not finish before its deadline (waited ${nowMs - p.queuedAtMs} ms in the queue of ${this.variant.name})`), h.get(headers.requestId) || undefined, "shed");
   }
 
   /** Runs a batch and answers its queries; `engineFree` is called once, as soon as the engine is done with it. */
@@ -331,15 +398,15 @@ export class VariantInstance {
     const expected = this.runTime.expectedMs(batch.length, this.clock.now());
     const live: Array<{ p: Pending; inputs: Tensor[]; requestId: string | undefined; id: string | undefined }> = [];
     for (const p of batch) {
-      const h = p.msg.headers;
-      const requestId = h?.get(headers.requestId) || undefined;
-      const replyTo = h?.get(headers.replyTo) || undefined;
+      const h = p.headers;
+      const requestId = h.get(headers.requestId) || undefined;
+      const replyTo = h.get(headers.replyTo) || undefined;
       if (cannotFinishInTime(p.deadlineMs, started, expected)) {
         this.late(p, started);
         continue;
       }
       try {
-        const decoded = decodeTensors<{ id?: string }>(p.msg.data);
+        const decoded = decodeTensors<{ id?: string }>(p.data);
         live.push({ p, inputs: decoded.tensors, requestId, id: typeof decoded.meta.id === "string" ? decoded.meta.id : requestId });
       } catch (err) {
         this.fail(p, replyTo, err, requestId);
@@ -373,12 +440,13 @@ export class VariantInstance {
     const costPerQuery = (this.pricePerS * runMs) / 1000 / live.length;
     live.forEach((l, i) => {
       const out = outputs[i];
-      const replyTo = l.p.msg.headers?.get(headers.replyTo) || undefined;
+      const h = l.p.headers;
+      const replyTo = h.get(headers.replyTo) || undefined;
       if (!out || out instanceof Error) {
         this.fail(l.p, replyTo, out instanceof ServeError ? out : new ServeError(ErrorCode.invalidData, `inference failed: ${out?.message ?? "no output"}`), l.requestId);
         return;
       }
-      const receivedAt = Number(l.p.msg.headers?.get(headers.receivedAt)) || l.p.queuedAtMs;
+      const receivedAt = Number(h.get(headers.receivedAt)) || l.p.queuedAtMs;
       // batch_wait: the time this query waited while the executor was idle, i.e. for its batch to
       // fill (Wbatch); queue: the rest of its wait, behind batches that ran before it.
       const batchWait = Math.max(0, started - Math.max(l.p.queuedAtMs, idleSinceMs));
@@ -388,7 +456,7 @@ export class VariantInstance {
         inference: Math.round(runMs * 1000) / 1000,
         total: finished - receivedAt,
       };
-      const slo = Number(l.p.msg.headers?.get(headers.sloLatencyMs));
+      const slo = Number(h.get(headers.sloLatencyMs));
       if (slo > 0 && timing.total > slo) this.stats.sloMisses++;
       if (m) {
         m.ok.inc();
@@ -403,13 +471,12 @@ export class VariantInstance {
         model_version: "1",
         id: l.id,
         // deliveries: 1, or more when JetStream redelivered the query (a replica holding it died or stalled past the ack wait).
-        served_by: { model: this.variant.model, variant: this.variant.name, hardware: this.worker.hardware, accuracy: this.variant.accuracy, worker: this.worker.id, batch_size: live.length, deliveries: l.p.msg.info.deliveryCount },
+        served_by: { model: this.variant.model, variant: this.variant.name, hardware: this.worker.hardware, accuracy: this.variant.accuracy, worker: this.worker.id, batch_size: live.length, deliveries: l.p.carrier.msg.info.deliveryCount },
         timing_ms: timing,
         cost_dollars: costPerQuery,
       };
-      if (replyTo) replyInference(this.bus.nc, replyTo, out, extra, { json: l.p.msg.headers?.get(headers.accept) === "json", requestId: l.requestId });
-      l.p.msg.ack();
-      this.answered.add(l.p.msg.seq);
+      if (replyTo) replyInference(this.bus.nc, replyTo, out, extra, { json: h.get(headers.accept) === "json", requestId: l.requestId });
+      this.settle(l.p);
       this.stats.served++;
       if (this.log.isLevelEnabled("debug")) this.log.debug({ requestId: l.requestId, batch: live.length, timing }, "query served");
       this.stats.recordLatency(finished - l.p.queuedAtMs);
@@ -418,10 +485,17 @@ export class VariantInstance {
 
   private fail(p: Pending, replyTo: string | undefined, err: unknown, requestId: string | undefined, outcome: "error" | "shed" = "error"): void {
     replyError(this.bus.nc, replyTo, err, requestId);
-    p.msg.ack();
-    this.answered.add(p.msg.seq);
+    this.settle(p);
     this.stats.errors++;
     this.metrics?.[outcome].inc();
+  }
+
+  /** A query answered: its message is acked once all of its queries are. */
+  private settle(p: Pending): void {
+    const c = p.carrier;
+    if (--c.left > 0 || c.dropped) return;
+    c.msg.ack();
+    this.answered.add(c.msg.seq);
   }
 
   /**

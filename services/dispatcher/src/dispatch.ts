@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Msg } from "@nats-io/transport-node";
+import type { Msg, MsgHdrs } from "@nats-io/transport-node";
 import type { Consumer, JsMsg } from "@nats-io/jetstream";
 import {
   ErrorCode,
@@ -7,6 +7,7 @@ import {
   bytesPerElement,
   checkInputs,
   contentTypes,
+  decodeCoalesced,
   decodeWireMeta,
   describeZodError,
   headers,
@@ -16,6 +17,7 @@ import {
   queueConsumer,
   subjects,
   type Clock,
+  type CoalescedQuery,
   type ModelRecord,
   type ArrivalsReport,
   type ScaleCommand,
@@ -45,8 +47,9 @@ import type { SelectionView } from "./selection-view.js";
 import type { ArrivalCounter } from "./arrivals.js";
 import type { OverflowPath } from "./overflow.js";
 import type { DispatcherMetrics } from "./metrics.js";
-import { publishUntil, type PublishGaveUp } from "./publish-retry.js";
+import type { PublishGaveUp } from "./publish-retry.js";
 import { AckedPublisher } from "./queue-publisher.js";
+import { QueueCoalescer } from "./queue-coalescer.js";
 
 /** How often a rescue looks again for queries an unloaded replica held (a little over the executors' 2 s ack wait, libs/executor ACK_WAIT_MS). */
 const RESCUE_RECHECK_MS = 2_500;
@@ -79,8 +82,8 @@ export function normalisePayload(msg: Msg, signature: readonly TensorSpec[]): { 
 export class Dispatcher {
   /** variant → when we asked for it to be loaded. */
   private readonly pendingLoads = new Map<string, number>();
-  /** Queue publishes with their acknowledgements on one subscription (queue-publisher.ts); made at the first query. */
-  private queuePublisher: AckedPublisher | undefined;
+  /** Queue publishes, coalesced per variant (queue-coalescer.ts), with their acknowledgements on one subscription (queue-publisher.ts); made at the first query. */
+  private queue: QueueCoalescer | undefined;
 
   constructor(
     private readonly bus: Bus,
@@ -94,6 +97,8 @@ export class Dispatcher {
     private readonly overflow?: OverflowPath,
     /** Prometheus metrics (METRICS_PORT); undefined: not exported. */
     private readonly metrics?: DispatcherMetrics,
+    /** Whether small queries pending for a variant share a queue message (QUEUE_COALESCE). */
+    private readonly coalesce = true,
   ) {}
 
   /**
@@ -225,9 +230,39 @@ export class Dispatcher {
     return moved;
   }
 
-  /** Routes one queued query again; false when it should stay (its variant is the best and will load). */
+  /**
+   * Routes one queued message again; false when it should stay (its variant is the best and will
+   * load). A message of several coalesced queries (queue-coalescer.ts) is routed query by query; if
+   * one should stay, the whole message stays (those moved already are answered twice: at least once).
+   */
   private async reroute(m: JsMsg, from: VariantRecord, nowMs: number): Promise<boolean> {
     const h = m.headers;
+    if (!(Number(h?.get(headers.queries)) > 1)) {
+      // A message id of its own (the headers carry the first publish's): the stream's duplicate window would drop it.
+      const moved = await this.rerouteQuery(h, m.data, from, nowMs, (target) => `${m.seq}>${target}`);
+      if (moved) m.ack();
+      else m.nak();
+      return moved;
+    }
+    let queries: CoalescedQuery[];
+    try {
+      queries = decodeCoalesced(m.data);
+    } catch (err) {
+      this.log.error({ err, variant: from.name, seq: m.seq }, "a coalesced queue message could not be read: dropped");
+      m.ack();
+      return true;
+    }
+    let moved = true;
+    for (const [i, q] of queries.entries()) {
+      if (!(await this.rerouteQuery(makeHeaders(q.headers), q.payload, from, nowMs, (target) => `${m.seq}.${i}>${target}`))) moved = false;
+    }
+    if (moved) m.ack();
+    else m.nak();
+    return moved;
+  }
+
+  /** Routes one query of a queued message again: true when it was moved (or answered with an error), false when it should stay. */
+  private async rerouteQuery(h: MsgHdrs | undefined, data: Uint8Array, from: VariantRecord, nowMs: number, msgID: (target: string) => string): Promise<boolean> {
     const replyTo = h?.get(headers.replyTo) || undefined;
     const requestId = h?.get(headers.requestId) || undefined;
     try {
@@ -245,16 +280,12 @@ export class Dispatcher {
       }
       if (!target || target.name === from.name) {
         if (target) this.requestLoad(target, `queries left in its queue`, nowMs);
-        m.nak();
         return false;
       }
-      // A message id of its own (the headers carry the first publish's): the stream's duplicate window would drop it.
-      await this.bus.js.publish(subjects.queue(target.name), m.data, { headers: h, msgID: `${m.seq}>${target.name}` });
-      m.ack();
+      await this.bus.js.publish(subjects.queue(target.name), data, { headers: h, msgID: msgID(target.name) });
       return true;
     } catch (err) {
       replyError(this.bus.nc, replyTo, err, requestId);
-      m.ack();
       return true;
     }
   }
@@ -392,13 +423,13 @@ export class Dispatcher {
       // Tried again while the stream has no leader (a NATS node lost), until the deadline; the same
       // message id on every attempt keeps one copy. The caller's inbox makes it unique per query even
       // when a caller reuses a request id (publish-retry.ts).
-      this.queuePublisher ??= new AckedPublisher(this.bus.nc);
-      const { attempts } = await publishUntil(this.queuePublisher, subjects.queue(variant.name), payload, {
+      // Small queries pending for the same variant share a message (queue-coalescer.ts).
+      this.queue ??= new QueueCoalescer(new AckedPublisher(this.bus.nc), this.clock, this.coalesce);
+      const attempts = await this.queue.publish(subjects.queue(variant.name), variant.maxBatch, payload, {
         msgID: `${requestId ?? "-"}@${msg.reply}`,
         deadlineMs: deadline,
-        clock: this.clock,
         onRetry: (err, attempt, delayMs) => this.log.debug({ requestId, variant: variant.name, attempt, delayMs, err: err.message }, "queue publish failed; trying again"),
-        headers: makeHeaders({
+        fields: {
           [headers.requestId]: requestId,
           [headers.replyTo]: msg.reply,
           [headers.deadline]: deadline,
@@ -410,7 +441,7 @@ export class Dispatcher {
           [headers.sloMaxCost]: slo?.maxCostPerQuery,
           // A pipeline stage may run late (the executor does not shed it): passed through.
           [headers.lateOk]: h?.get(headers.lateOk) || undefined,
-        }),
+        },
       });
       if (attempts > 1) this.log.info({ requestId, variant: variant.name, attempts }, "query queued after retrying its publish");
     } catch (err) {

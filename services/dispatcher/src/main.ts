@@ -41,7 +41,7 @@ await runService("dispatcher", process.env, async (log) => {
     breaker.onStateChange((change) => dispatcherMetrics.breaker(change));
   });
   const overflow = functions ? new OverflowPath(functions, bus, cluster, catalog, arrivals, log, clock) : undefined;
-  const dispatcher = new Dispatcher(bus, catalog, cluster, selection, arrivals, log, clock, overflow, dispatcherMetrics);
+  const dispatcher = new Dispatcher(bus, catalog, cluster, selection, arrivals, log, clock, overflow, dispatcherMetrics, options.QUEUE_COALESCE);
   const views = { catalog, cluster, selection };
   // Subscribe before reading the snapshot so nothing falls between the two.
   const subs = followEvents(bus, views, dispatcher, clock, log, overflow);

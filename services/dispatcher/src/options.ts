@@ -35,6 +35,11 @@ export const dispatcherEnvSchema = commonEnvSchema
      * fallback (e.g. `lambda,local`). @default "off" (`npm start` sets local)
      */
     OVERFLOW: overflowSchema,
+    /**
+     * Small queries pending for the same variant go onto its queue as one message (micro-batches on
+     * the bus, docs/ARCHITECTURE.md "The query path"); `false`: one message per query. @default "true"
+     */
+    QUEUE_COALESCE: z.enum(["true", "false"]).default("true").transform((v) => v === "true"),
     /** The Lambda function that runs queries (name or ARN); needed with `lambda`. */
     LAMBDA_FUNCTION: z.string().min(1).optional(),
     /** A version or alias of the Lambda function. */

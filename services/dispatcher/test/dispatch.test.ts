@@ -3,6 +3,8 @@ import { createInbox, type Msg, type MsgHdrs, type Subscription } from "@nats-io
 import { AckPolicy, DeliverPolicy } from "@nats-io/jetstream";
 import {
   ManualClock,
+  concatParts,
+  encodeCoalesced,
   headers,
   queueConsumer,
   streams,
@@ -448,6 +450,27 @@ describe("dispatcher - rescue", () => {
     expect(moved.length).toBe(2);
     expect((await commandsFor(b8.name)).map((c) => c.atMs)).toEqual([T0, T0 + 61_000]);
     await until(() => (logLines.some((l) => l["msg"] === "rescued queries from an unloaded variant's queue" && l["variant"] === a.name) ? true : undefined));
+  });
+
+  it("dispatcher - rescue splits a message of coalesced queries and routes each query alone", async () => {
+    const { clock, dispatcher } = startDispatcher();
+    const m = model("m9");
+    const [a, b8] = [variant("m9-a", m), variant("m9-b8", m, { maxBatch: 8, peakQps: 400 })];
+    await register(m, [a, b8]);
+    await report(clock, "w1", [{ variant: a.name, state: "active" }]);
+    await bus.jsm.consumers.add(streams.queries.name, { durable_name: queueConsumer(a.name), filter_subject: subjects.queue(a.name), ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, ack_wait: 6e9 });
+    const inboxes = [createInbox(), createInbox(), createInbox()];
+    const { parts, byteLength } = encodeCoalesced(inboxes.map((inbox, i) => ({ headers: { [headers.replyTo]: inbox, [headers.requestId]: `r${i}` }, payload: new Uint8Array([i]) })));
+    await bus.js.publish(subjects.queue(a.name), concatParts(parts, byteLength), { headers: makeHeaders({ [headers.queries]: inboxes.length }) });
+    await report(clock, "w1", []);
+    await stateEvent(clock, a, "w1", "inactive", "unloading");
+    const moved = await until(() => {
+      const got = queued.filter((q) => q.variant === b8.name && inboxes.includes(q.headers?.get(headers.replyTo) ?? ""));
+      return got.length === 3 ? got : undefined;
+    });
+    expect(moved.map((q) => q.headers?.get(headers.requestId))).toEqual(["r0", "r1", "r2"]);
+    expect(moved.every((q) => !q.headers?.get(headers.queries))).toBe(true);
+    expect(await dispatcher.rescue(a.name)).toBe(0);
   });
 
   it("dispatcher - rescue of a variant whose queue was never consumed moves nothing and says why", async () => {
