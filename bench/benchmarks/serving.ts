@@ -194,12 +194,15 @@ class Targets {
     this.count("http", variantOf(a.body));
   };
 
-  /** HTTP in the binary tensor extension, binary outputs: the body is read as bytes, never parsed as JSON numbers. */
+  /**
+   * HTTP in the binary tensor extension, binary outputs: the answer's JSON header is parsed and its
+   * length checked against the outputs' sizes, the outputs' bytes counted, not kept (HttpClient.postBinary).
+   */
   httpBinary: Target = async () => {
-    const a = expectOk(await this.system.post(this.path, this.q.binary.body, "application/octet-stream", { "inference-header-content-length": this.q.binary.headerLength }), "system HTTP binary");
-    const b = batchSizeOf(a.body);
+    const a = expectOk(await this.system.postBinary(this.path, this.q.binary.body, this.q.binary.headerLength), "system HTTP binary");
+    const b = a.header?.served_by?.batch_size;
     if (b !== undefined) this.batchSizes.push(b);
-    this.count("http-bin", variantOf(a.body));
+    this.count("http-bin", a.header?.served_by?.variant);
   };
 
   direct_: Target = async () => {

@@ -72,7 +72,7 @@ try {
     const path = `/v2/models/${model.model.name}/infer`;
     entry.targets = {
       http: async () => expectOk(await http.post(path, q.json), "http"),
-      "http-bin": async () => expectOk(await http.post(path, q.binary.body, "application/octet-stream", { "inference-header-content-length": q.binary.headerLength }), "bin"),
+      "http-bin": async () => expectOk(await http.postBinary(path, q.binary.body, q.binary.headerLength), "bin"),
       nats: async () => {
         const m = await nc.request(subjects.inferVariant(variant), q.wire, { timeout: 60_000, headers: h });
         if (m.headers?.get(headers.error)) throw new Error(new TextDecoder().decode(m.data));

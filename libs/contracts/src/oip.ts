@@ -2,7 +2,7 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { ErrorCode, ServeError } from "./errors.js";
 import { describeZodError, inferRequestSchema } from "./schemas.js";
-import { bytesPerElement, checkInputs, isDatatype, tensorDataToJson, tensorFromJsonData, viewOf, type Tensor, type TensorSpec } from "./tensors.js";
+import { bytesPerElement, checkInputs, isDatatype, tensorDataToJson, tensorFromJsonData, type Tensor, type TensorSpec } from "./tensors.js";
 import { encodeTensors } from "./wire.js";
 
 /**
@@ -73,7 +73,7 @@ export function oipJsonToWire(body: unknown, signature: readonly TensorSpec[]): 
 /**
  * A request in any encoding ({@link OipInput}) checked against the model's input signature (names,
  * datatypes and shapes first, then data length and element values) and converted to the bus's
- * binary tensor encoding. Raw inputs become views of their bytes (copied only when misaligned).
+ * binary tensor encoding. Raw inputs are copied into the message once, as bytes.
  */
 export function oipRequestToWire(request: OipRequest, signature: readonly TensorSpec[]): Uint8Array {
   const files = request.inputs.map((i) => {
@@ -100,7 +100,10 @@ export function oipRequestToWire(request: OipRequest, signature: readonly Tensor
     const file = files[k];
     if (file) return file;
     if (!isDatatype(i.datatype)) throw new ServeError(ErrorCode.invalidDatatype, `input '${i.name}' has unknown datatype ${JSON.stringify(i.datatype)}`);
-    if (i.raw) return { name: i.name, datatype: i.datatype, shape: i.shape, data: viewOf(i.datatype, i.raw, 0, lengths[k] as number) };
+    // Raw bytes go into the message as they are: the encoding copies a tensor's bytes whatever its
+    // type, and a typed view of them would be a copy of its own where they are misaligned (the binary
+    // extension's inputs start after a JSON header of any length).
+    if (i.raw) return { name: i.name, datatype: i.datatype, shape: i.shape, data: i.raw };
     return tensorFromJsonData(i.name, i.datatype, i.shape, i.data);
   });
   return encodeTensors(tensors, request.id ? { id: request.id } : {});

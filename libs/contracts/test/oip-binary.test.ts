@@ -27,6 +27,14 @@ describe("oip binary extension", () => {
     expect(wantsBinaryOutput(request, "y")).toBe(true);
   });
 
+  it("oip binary - a raw input after a header of any length (not 4-aligned in the body) reaches the message as the same FP32 elements", () => {
+    for (const id of ["a", "ab", "abc", "abcd"]) {
+      const { bytes, headerLength } = body({ id, inputs: [{ name: "x", datatype: "FP32", shape: [2, 2], parameters: { binary_data_size: 16 } }] }, floatBytes);
+      const [t] = decodeTensors(oipRequestToWire(parseOipBinaryBody(bytes, headerLength), signature)).tensors;
+      expect([t!.datatype, t!.shape, t!.data instanceof Float32Array, Array.from(t!.data as Float32Array)]).toEqual(["FP32", [2, 2], true, [1.5, -2, 3.25, 4]]);
+    }
+  });
+
   it("oip binary - a BYTES input in binary (length-prefixed) is a file for a UINT8 [-1] input", () => {
     const file = Buffer.from([0x89, 0x50, 0x4e, 0x47, 7]);
     const prefix = Buffer.alloc(4);

@@ -1,4 +1,4 @@
-import { Readable } from "node:stream";
+import type { OutgoingHttpHeaders } from "node:http";
 import type { FastifyInstance, FastifyReply, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import {
   ErrorCode,
@@ -32,20 +32,29 @@ type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawRep
 /** The header that marks a binary-extension body and gives its JSON header's length, in requests and answers. */
 const HEADER_LENGTH = "inference-header-content-length";
 
-/** Binary answers from this size on are written in pieces rather than concatenated (a stream costs more per answer than a small copy). */
-const STREAM_FROM_BYTES = 64 * 1024;
+/** Binary answers from this size on are written in pieces rather than concatenated (writing pieces costs more per answer than a small copy). */
+const PIECES_FROM_BYTES = 64 * 1024;
 
 /**
  * Sends an answer: JSON, or the binary tensor extension when an output goes back binary. A large
  * binary answer (ocr-rec's 1 MB) is written as its pieces, the outputs straight from the bus message:
  * concatenating them first cost the frontend a copy of every byte (bench/README.md, "the data path").
+ * The pieces go to the response directly (the reply hijacked: status and headers as Fastify would
+ * have sent them, the onResponse hooks still run when it finishes), not through a stream piped into
+ * it (an async iterator, listeners and microtasks on every answer: bench/README.md, "HTTP binary").
  */
 export function sendOipAnswer(reply: FastifyReply, header: Record<string, unknown>, outputs: readonly Tensor[], binary: (name: string) => boolean): FastifyReply {
   const { parts, byteLength, headerLength } = oipResponseParts(header, outputs, binary);
   if (headerLength === undefined) return reply.type("application/json").send(parts[0]);
   reply.header(HEADER_LENGTH, headerLength).type("application/octet-stream");
-  if (byteLength < STREAM_FROM_BYTES) return reply.send(Buffer.concat(parts, byteLength));
-  return reply.header("content-length", byteLength).send(Readable.from(parts, { objectMode: false }));
+  if (byteLength < PIECES_FROM_BYTES) return reply.send(Buffer.concat(parts, byteLength));
+  reply.header("content-length", byteLength).hijack();
+  const res = reply.raw;
+  res.writeHead(reply.statusCode, reply.getHeaders() as OutgoingHttpHeaders);
+  const last = parts.length - 1;
+  for (let i = 0; i < last; i++) res.write(parts[i]);
+  res.end(parts[last]);
+  return reply;
 }
 
 /** The request in either encoding; `json` is the parsed body when it came in JSON. */

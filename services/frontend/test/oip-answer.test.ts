@@ -6,7 +6,8 @@ import { sendOipAnswer } from "../src/oip-http.js";
 /**
  * The answers of the Open Inference Protocol over HTTP as they leave the frontend (a real Fastify
  * instance, injected requests): JSON, a small binary answer (one buffer), and a large one (ocr-rec's
- * size: written in pieces) whose bytes and lengths must be the same as if it had been concatenated.
+ * size: written in pieces, straight to the response) whose bytes, lengths and headers must be the
+ * same as if it had been concatenated, with the onResponse hooks run.
  */
 
 function floats(n: number, seed: number): Float32Array {
@@ -15,12 +16,17 @@ function floats(n: number, seed: number): Float32Array {
   return a;
 }
 
-async function answer(outputs: Tensor[], binary: boolean): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }> {
+async function answer(outputs: Tensor[], binary: boolean): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer; responded: number[] }> {
   const app = Fastify();
-  app.get("/", (_req, reply) => sendOipAnswer(reply, { model_name: "m", id: "q1" }, outputs, () => binary));
+  // The frontend's request metrics come from an onResponse hook: it must run for every answer.
+  const responded: number[] = [];
+  app.addHook("onResponse", async (_req, reply) => {
+    responded.push(reply.statusCode);
+  });
+  app.get("/", (_req, reply) => sendOipAnswer(reply.header("x-request-id", "r1"), { model_name: "m", id: "q1" }, outputs, () => binary));
   const res = await app.inject({ method: "GET", url: "/" });
   await app.close();
-  return { status: res.statusCode, headers: res.headers, body: res.rawPayload };
+  return { status: res.statusCode, headers: res.headers, body: res.rawPayload, responded };
 }
 
 describe("oip answer", () => {
@@ -30,6 +36,8 @@ describe("oip answer", () => {
       const b = floats(7, 2);
       const res = await answer([{ name: "a", datatype: "FP32", shape: [1, n], data: a }, { name: "b", datatype: "FP32", shape: [7], data: b }], true);
       expect(res.status).toBe(200);
+      expect(res.responded).toEqual([200]);
+      expect(res.headers["x-request-id"]).toBe("r1");
       expect(res.headers["content-type"]).toBe("application/octet-stream");
       const headerLength = Number(res.headers["inference-header-content-length"]);
       expect(Number(res.headers["content-length"])).toBe(res.body.length);
