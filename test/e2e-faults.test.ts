@@ -5,7 +5,7 @@ import { Objm } from "@nats-io/obj";
 import { statSync } from "node:fs";
 import { startStack, registerOverHttp, tempDir, type Stack, type ServiceHandle } from "@sloserve/stack";
 import { MODEL_BUCKET, arrivalsReportSchema, subjects, type ScaleCommand, type StateEvent } from "@sloserve/contracts";
-import { CHAOS, GRACE_MS, Tally, openLoop, query, soloMs, until, type Outcome } from "./faults.js";
+import { CHAOS, GRACE_MS, Tally, openLoop, query, soloMs, trackActive, until, type Outcome } from "./faults.js";
 import { smallModel, smallQuery } from "./fault-load.js";
 
 /**
@@ -28,7 +28,7 @@ let stack: Stack;
 let nc: NatsConnection;
 const model = smallModel(tempDir("faults"), "faults", "fault-mlp");
 let variant = "";
-const active = new Map<string, Set<string>>(); // variant → workers where it is active
+let active = new Map<string, Set<string>>(); // variant → workers where it is active
 /** Queries each dispatcher routed (its arrival reports), by dispatcher id. */
 const routedBy = new Map<string, number>();
 const DEADLINE_MS = 20_000;
@@ -41,15 +41,7 @@ beforeAll(async () => {
   stack = await startStack({ cpuWorkers: 2, workerThreads: 1, env: { VARIANT_HARDWARE: "cpu", VARIANT_BATCH_SIZES: "8", VARIANT_CPU_THREADS: "1", PROFILE_ON_REGISTER: "false" } });
   await stack.startService("dispatcher");
   nc = await connect({ servers: stack.nats.url });
-  nc.subscribe(subjects.stateAll, {
-    callback: (_e, m) => {
-      const ev = m.json<StateEvent>();
-      const set = active.get(ev.variant) ?? new Set();
-      if (ev.state === "active") set.add(ev.worker);
-      else set.delete(ev.worker);
-      active.set(ev.variant, set);
-    },
-  });
+  active = trackActive(nc);
   nc.subscribe(subjects.arrivals(model.app), {
     callback: (_e, m) => {
       const r = arrivalsReportSchema.safeParse(m.json());

@@ -4,7 +4,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { startStack, registerOverHttp, tempDir, type Stack, type ServiceHandle } from "@sloserve/stack";
 import { contentTypes, decodeTensors, encodeTensors, headers, queueConsumer, streams, subjects, type ScaleCommand, type StateEvent, type Tensor } from "@sloserve/contracts";
 import { referenceRunner, maxRelativeDiff } from "./support.js";
-import { until } from "./faults.js";
+import { trackActive, until } from "./faults.js";
 import { sleep, smallModel } from "./fault-load.js";
 
 /**
@@ -21,7 +21,7 @@ let nc: NatsConnection;
 const model = smallModel(tempDir("coalesce"), "coalesce", "coalesce-mlp");
 let variant = "";
 let reference: Awaited<ReturnType<typeof referenceRunner>>;
-const active = new Map<string, Set<string>>();
+let active = new Map<string, Set<string>>();
 /** Messages seen on the variant's queue subject: how many queries each carried. */
 const queued: number[] = [];
 const BURST = 24;
@@ -71,15 +71,7 @@ beforeAll(async () => {
   stack = await startStack({ cpuWorkers: 2, workerThreads: 1, env: { VARIANT_HARDWARE: "cpu", VARIANT_BATCH_SIZES: "8", VARIANT_CPU_THREADS: "1", PROFILE_ON_REGISTER: "false", QUEUE_COALESCE: "true" } });
   nc = await connect({ servers: stack.nats.url });
   reference = await referenceRunner(model.path);
-  nc.subscribe(subjects.stateAll, {
-    callback: (_e, m) => {
-      const ev = m.json<StateEvent>();
-      const set = active.get(ev.variant) ?? new Set();
-      if (ev.state === "active") set.add(ev.worker);
-      else set.delete(ev.worker);
-      active.set(ev.variant, set);
-    },
-  });
+  active = trackActive(nc);
   const r = await registerOverHttp(stack.httpUrl, model);
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   variant = (r.body as { variants: Array<{ name: string; quantization: string }> }).variants.find((v) => v.quantization === "fp32")!.name;

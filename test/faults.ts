@@ -1,4 +1,6 @@
 import { readFileSync } from "node:fs";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { subjects, type StateEvent } from "@sloserve/contracts";
 import type { Stack } from "@sloserve/stack";
 import { sleep } from "./fault-load.js";
 
@@ -191,4 +193,22 @@ export async function settledRss(stack: Stack, { everyMs = 500, samples = 6, tol
 /** Services of the stack that died (exit code or signal), other than those the test killed. */
 export function deadServices(stack: Stack, killed: ReadonlySet<number | undefined> = new Set()): string[] {
   return stack.services.filter((s) => !killed.has(s.process.pid) && (s.process.exitCode !== null || s.process.signalCode !== null)).map((s) => `${s.name} (pid ${s.process.pid}, code ${s.process.exitCode}, signal ${s.process.signalCode})`);
+}
+
+/**
+ * The workers each variant is Active on, kept from the state events (`state.>`): a test waits on it
+ * for a load it asked for.
+ */
+export function trackActive(nc: NatsConnection): Map<string, Set<string>> {
+  const active = new Map<string, Set<string>>();
+  nc.subscribe(subjects.stateAll, {
+    callback: (_e, m) => {
+      const ev = m.json<StateEvent>();
+      const set = active.get(ev.variant) ?? new Set();
+      if (ev.state === "active") set.add(ev.worker);
+      else set.delete(ev.worker);
+      active.set(ev.variant, set);
+    },
+  });
+  return active;
 }
