@@ -569,6 +569,11 @@ export class Simulator {
   private syncBin(): void {
     const t = this.nowMs;
     if (t >= this.binLoMs && t < this.binHiMs) return;
+    this.newBin(t);
+  }
+
+  /** {@link syncBin} outside the kept second (a method of its own: syncBin runs per event and stays small enough to inline). */
+  private newBin(t: number): void {
     const b = Math.floor(t / 1000);
     if (b !== this.bin) this.flushSeries();
     this.bin = b;
@@ -815,7 +820,9 @@ export class Simulator {
         }
         const d = step.decision;
         if (d.action === "run") {
-          this.startBatch(r, d.size);
+          // (nothing was shed: planBatch found the head able to finish alone, which is startBatch's
+          // test for a batch of one at the same time, with the same estimate)
+          this.startBatch(r, d.size, step.late === 0);
           progressed = true;
           break;
         }
@@ -839,17 +846,23 @@ export class Simulator {
    * Take n queries off the queue into a batch on r. Those that cannot finish within the batch's
    * expected run time are shed first (as the executor does), and the rest run.
    */
-  private startBatch(r: Replica, n: number): void {
+  private startBatch(r: Replica, n: number, headChecked = false): void {
     const queue = r.queue;
     // A batch record and its array of queries from the pool (see `freeBatches`).
     const b = this.freeBatches.pop() ?? { replica: r, queries: [], startMs: 0, endMs: 0, profiledMs: 0, cancelled: false };
     const queries = b.queries;
-    // (`r.expectedMs(n)`, called as the method it wraps: one call site for every replica)
-    const expected = queue.shedLate ? r.runTime.expectedMs(n, this.nowMs) : 0;
-    for (let k = 0; k < n; k++) {
-      const q = queue._shift() as Query;
-      if (queue.shedLate && cannotFinishInTime(q.arrivalMs + q.sloMs, this.nowMs, expected)) this.route(q, this.router(q, queue, "late", this));
-      else queries.push(q);
+    if (n === 1 && headChecked) {
+      // A batch of one whose query planBatch has just found able to finish alone (`cannotFinishInTime`
+      // with `expectedMs(1)` at this time, nothing routed since): the test below would keep it.
+      queries.push(queue._shift() as Query);
+    } else {
+      // (`r.expectedMs(n)`, called as the method it wraps: one call site for every replica)
+      const expected = queue.shedLate ? r.runTime.expectedMs(n, this.nowMs) : 0;
+      for (let k = 0; k < n; k++) {
+        const q = queue._shift() as Query;
+        if (queue.shedLate && cannotFinishInTime(q.arrivalMs + q.sloMs, this.nowMs, expected)) this.route(q, this.router(q, queue, "late", this));
+        else queries.push(q);
+      }
     }
     if (queries.length === 0 || r.state !== "ready") {
       // Every query was shed (or routing a late one took the replica away): nothing to run.
@@ -893,7 +906,8 @@ export class Simulator {
     }
     for (const q of b.queries) this.route(q, this.router(q, queue, "served", this));
     this.releaseBatch(b);
-    this.tryDispatch(queue);
+    // (tryDispatch does nothing on an empty queue; the test here leaves the inliner's budget for the rest)
+    if (queue.length > 0) this.tryDispatch(queue);
   }
 
   /**

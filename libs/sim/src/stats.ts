@@ -264,10 +264,17 @@ export class BinCounter {
     const c = this.counts;
     if (b >= 0 && b < c.length) {
       c[b] = (c[b] as number) + n;
+      this.total += n;
     } else {
-      while (c.length <= b) c.push(0);
-      c[b] = (c[b] ?? 0) + n;
+      this.addNewBin(b, n);
     }
+  }
+
+  /** {@link addBin} past the last bin (or below 0): kept out of `addBin`, which the engine calls per query, so that it stays small enough to inline. */
+  private addNewBin(b: number, n: number): void {
+    const c = this.counts;
+    while (c.length <= b) c.push(0);
+    c[b] = (c[b] ?? 0) + n;
     this.total += n;
   }
 
