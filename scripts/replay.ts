@@ -569,8 +569,8 @@ const measured = {
   functions_warm_at_start: functionsWarm,
   function_warm_ms: median(fnAnswers.filter((o) => !o.cold).map((o) => o.fnMs)) ?? (variants[0]?.latencyMs[1] ?? 20),
   function_samples: fnAnswers.length,
-  /** The workers' observed / profiled busy time over the window (1: as profiled). */
-  slowdown: Math.max(1, ratioOfSums(slowdowns) ?? 1),
+  /** The workers' observed / profiled busy time over the window (1: as profiled; below 1: faster than profiled). */
+  slowdown: ratioOfSums(slowdowns) ?? 1,
   slowdown_samples: slowdowns.length,
 };
 /** Per second of the window: the workers' observed / profiled busy time (the last second's carried over seconds without evidence). */
@@ -580,7 +580,7 @@ const slowdownSeries: number[] = [];
   for (const x of slowdowns) bySecond.set(x.s, [...(bySecond.get(x.s) ?? []), x]);
   for (let i = 0, last = measured.slowdown; i < Math.ceil(schedule.durationMs / 1000); i++) {
     last = ratioOfSums(bySecond.get(i) ?? []) ?? last;
-    slowdownSeries.push(Math.max(1, last));
+    slowdownSeries.push(last);
   }
 }
 say(`live done; simulating with boot ${measured.boot_ms.toFixed(0)} ms (${bootTimes.length} measured), function cold start ${measured.function_cold_start_ms.toFixed(0)} ms, warm ${measured.function_warm_ms.toFixed(1)} ms, workers ${measured.slowdown.toFixed(2)}× slower than profiled (busy time, ${slowdowns.length} reports; replayed second by second)`);

@@ -111,23 +111,42 @@ export interface QueryAnswer {
 }
 
 /**
+ * How long a query waits for a dispatcher when none answers (NATS "no responders"), within its own
+ * deadline: a dispatcher whose connection was on a lost NATS node has no subscription until it
+ * reconnects to another (about a second; test/fault-nats-cluster.test.ts), and a restarted one until it
+ * has started. Past this the caller gets `unavailable` at once rather than at its deadline.
+ */
+export const NO_DISPATCHER_WAIT_MS = 5_000;
+
+/**
  * Sends one query on the bus and returns the reply, or throws its error (a ServeError with the code
- * the caller gets): a timeout is deadline_exceeded, no dispatcher is unavailable.
+ * the caller gets): a timeout is deadline_exceeded, no dispatcher (after {@link NO_DISPATCHER_WAIT_MS}
+ * of asking again) is unavailable.
  */
 export async function askBus(deps: Pick<QueryDeps, "bus" | "clock" | "defaultTimeoutMs">, subject: string, payload: Uint8Array, requestId: string, timeoutMs: number | undefined, extra: Record<string, string | number | undefined>): Promise<{ data: Uint8Array; contentType: string | undefined }> {
   const now = deps.clock.now();
   const timeout = Math.min(timeoutMs ?? deps.defaultTimeoutMs, 600_000);
+  const deadline = now + timeout;
   let answer;
-  try {
-    answer = await deps.bus.request(subject, payload, {
-      timeout,
-      headers: makeHeaders({ [headers.requestId]: requestId, [headers.contentType]: contentTypes.wire, [headers.deadline]: now + timeout, [headers.receivedAt]: now, ...extra }),
-    });
-  } catch (err) {
-    const e = err as Error;
-    if (/timeout/i.test(e.name) || /timeout/i.test(e.message)) throw new ServeError(ErrorCode.deadlineExceeded, `no answer within ${timeout} ms`);
-    if (/no ?responders/i.test(e.name + e.message)) throw new ServeError(ErrorCode.unavailable, "no dispatcher is running");
-    throw err;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      answer = await deps.bus.request(subject, payload, {
+        timeout: Math.max(1, deadline - deps.clock.now()),
+        headers: makeHeaders({ [headers.requestId]: requestId, [headers.contentType]: contentTypes.wire, [headers.deadline]: deadline, [headers.receivedAt]: now, ...extra }),
+      });
+      break;
+    } catch (err) {
+      const e = err as Error;
+      if (/timeout/i.test(e.name) || /timeout/i.test(e.message)) throw new ServeError(ErrorCode.deadlineExceeded, `no answer within ${timeout} ms`);
+      if (/no ?responders/i.test(e.name + e.message)) {
+        const delayMs = Math.min(500, 25 * 2 ** attempt);
+        const at = deps.clock.now();
+        if (at + delayMs - now > NO_DISPATCHER_WAIT_MS || at + delayMs >= deadline) throw new ServeError(ErrorCode.unavailable, "no dispatcher is running");
+        await new Promise((r) => setTimeout(r, delayMs));
+        continue;
+      }
+      throw err;
+    }
   }
   const failure = errorFromReply(answer.headers, answer.data);
   if (failure) throw failure;

@@ -330,10 +330,11 @@ export interface ReplaySimInput {
   /** Function containers warm at the start (the live replay's warm-up starts them). @default 0 */
   functionsWarm?: number;
   /**
-   * How much slower than profiled the workers ran (observed / profiled batch time, measured live from
+   * How much slower than profiled the workers ran (observed / profiled busy time, measured live from
    * the workers' reports: the machine's other load and our own processes), one figure for the run or
    * one per second of it (the machine's conditions replayed): every machine's batches take this × their
-   * profile. @default 1
+   * profile. Below 1 where they ran faster than profiled (a profile taken on a busier machine, or a
+   * worker busy enough to stay warm); values that are not positive count as 1. @default 1
    */
   slowdown?: number | readonly number[];
   seed: number;
@@ -417,7 +418,10 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
   const forecast: number[] = [];
   const initial = new Set<Machine>(sim.machines);
   const given = input.slowdown ?? 1;
-  const slowdownAt = (nowMs: number): number => Math.max(1, typeof given === "number" ? given : (given[Math.min(given.length - 1, Math.floor(nowMs / 1000))] ?? 1));
+  const slowdownAt = (nowMs: number): number => {
+    const s = typeof given === "number" ? given : (given[Math.min(given.length - 1, Math.floor(nowMs / 1000))] ?? 1);
+    return s > 0 ? s : 1;
+  };
   // Every machine runs at the second's slowdown (those launched within a second are still booting).
   sim.every(
     1000,
