@@ -7,3 +7,4 @@ export * from "./ticker.js";
 export * from "./resend.js";
 export * from "./outbound.js";
 export * from "./inbound.js";
+export * from "./backoff.js";

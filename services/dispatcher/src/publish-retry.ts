@@ -1,6 +1,7 @@
 import type { PubAck } from "@nats-io/jetstream";
 import type { MsgHdrs } from "@nats-io/transport-node";
 import type { Clock } from "@sloserve/contracts";
+import { backoffMs } from "@sloserve/bus";
 import type { QueuePublisher } from "./queue-publisher.js";
 
 /**
@@ -25,7 +26,7 @@ export const PUBLISH_ATTEMPT_TIMEOUT_MS = 2_000;
 
 /** Wait before attempt `attempt + 1` (attempt 0 is the first retry): 50, 100, 200, 400, 800, then 1 000 ms. */
 export function publishRetryDelayMs(attempt: number): number {
-  return Math.min(1_000, 50 * 2 ** Math.max(0, attempt));
+  return backoffMs(attempt, 50, 1_000);
 }
 
 /**

@@ -17,7 +17,7 @@ import {
   type Slo,
   type Tensor,
 } from "@sloserve/contracts";
-import { errorFromReply, makeHeaders, type Bus } from "@sloserve/bus";
+import { backoffMs, errorFromReply, makeHeaders, type Bus } from "@sloserve/bus";
 import type { Catalog, MetadataStore } from "@sloserve/store";
 import type { ReplyMeta } from "./infer.js";
 
@@ -139,7 +139,7 @@ export async function askBus(deps: Pick<QueryDeps, "bus" | "clock" | "defaultTim
       const e = err as Error;
       if (/timeout/i.test(e.name) || /timeout/i.test(e.message)) throw new ServeError(ErrorCode.deadlineExceeded, `no answer within ${timeout} ms`);
       if (/no ?responders/i.test(e.name + e.message)) {
-        const delayMs = Math.min(500, 25 * 2 ** attempt);
+        const delayMs = backoffMs(attempt, 25, 500);
         const at = deps.clock.now();
         if (at + delayMs - now > NO_DISPATCHER_WAIT_MS || at + delayMs >= deadline) throw new ServeError(ErrorCode.unavailable, "no dispatcher is running");
         await new Promise((r) => setTimeout(r, delayMs));
