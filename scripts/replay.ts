@@ -219,6 +219,13 @@ const workerSeen = new Map<string, { first: number; last: number }>();
  */
 const slowdowns: Array<{ s: number; observed: number; profiled: number }> = [];
 let measuring = false;
+/**
+ * When the stack's own worker reported during the window (ms of the window, as received here, within a
+ * millisecond of the vm-autoscaler): the simulator's VM tick reads the mean of the reports since its
+ * last tick at the same times (its reports' phase decides bursts read at the 80% threshold).
+ */
+const reportTimes: number[] = [];
+let reportingWorker: string | undefined;
 let lastForecast: number | undefined;
 let lastCost: CostSummary | undefined;
 /** When the vm-autoscaler decided to terminate each worker (EC2 stops billing at the request; the local provider's ledger bills the drain too). */
@@ -242,6 +249,7 @@ const subs: Subscription[] = [
         if (w) w.last = now;
         else workerSeen.set(r.worker, { first: now, last: now });
         if (!measuring) return;
+        if (r.worker === reportingWorker && now >= t0) reportTimes.push(now - t0);
         for (const v of r.variants) {
           const p = variants.find((x) => x.name === v.variant);
           if (!p || v.batches < 10 || v.batchP50Ms <= 0) continue;
@@ -450,6 +458,8 @@ const bar = values["no-progress"]
 const earliest = Date.now() + 200;
 const t0 = vmTickAtMs === undefined ? earliest : vmTickAtMs + Math.ceil((earliest - vmTickAtMs) / config.vmTickMs) * config.vmTickMs;
 if (vmTickAtMs === undefined) say("warning: no vm-autoscaler tick seen (no plan decision): the window starts at any phase of its ticks");
+// The stack's own worker (the first, when there are several: the simulator's machines report on one clock).
+reportingWorker = Object.keys(startStates).map((k) => k.slice(k.indexOf("@") + 1)).sort()[0] ?? [...workerSeen.keys()].sort()[0];
 measuring = true;
 bar?.start(arrivals.length, 0, { minute: startMinute, answered: 0, failed: 0, inflight: 0, workers: 0 });
 const workersUp = (now: number): number => [...workerSeen.values()].filter((w) => now - w.last <= 1500).length;
@@ -572,6 +582,9 @@ const measured = {
   /** The workers' observed / profiled busy time over the window (1: as profiled; below 1: faster than profiled). */
   slowdown: ratioOfSums(slowdowns) ?? 1,
   slowdown_samples: slowdowns.length,
+  /** The stack's worker's reports, ms of the window (given to the simulator). */
+  reporting_worker: reportingWorker ?? null,
+  report_times_ms: reportTimes.map((t) => Math.round(t)),
 };
 /** Per second of the window: the workers' observed / profiled busy time (the last second's carried over seconds without evidence). */
 const slowdownSeries: number[] = [];
@@ -594,6 +607,7 @@ const simInput = {
   functionColdStartMs: measured.function_cold_start_ms,
   functionWarmMs: measured.function_warm_ms,
   functionsWarm,
+  ...(reportTimes.length > 0 ? { reportTimesMs: reportTimes } : {}),
   seed,
 };
 const simResult = runReplaySim({ ...simInput, slowdown: slowdownSeries });

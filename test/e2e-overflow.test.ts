@@ -81,6 +81,10 @@ async function query(image: number, sloMs: number): Promise<Outcome> {
   const h = natsHeaders();
   h.set(headers.contentType, contentTypes.wire);
   h.set(headers.sloLatencyMs, String(sloMs));
+  // The SLO counts from when the query is sent, as the frontend does: without it, the dispatcher counts
+  // it from when it reads the query, and a burst it reads no faster than the worker serves (a loaded
+  // machine) waits in its inbox unseen by the estimate and is all served locally, late.
+  h.set(headers.receivedAt, String(Date.now()));
   const sent = performance.now();
   try {
     const m = await nc.request(subjects.inferApp(APP), encodeTensors([images[image] as Tensor]), { timeout: 45_000, headers: h });

@@ -57,4 +57,34 @@ describe("replay: launch by launch", () => {
     }
     expect(r.launches.reduce((sum, l) => sum + l.dollars, 0)).toBeCloseTo(r.summary.machine_dollars, 12);
   });
+
+  it("replay - the VM tick reads the worker reports since its last tick: a burst's reading depends on their phase", () => {
+    // 20 q/s, and 1.5 s at the worker's profiled peak (one query each 14 ms: busy the whole time) from
+    // 10.25 s. The exact busy share over the tick's 2 s, [10, 12], is (1.5 + 0.5 × 0.28) / 2 = 82%: above
+    // the INFaaS 80% threshold. Reports each second on the second (10-11, 11-12) read the same 82%; reports
+    // at half past (9.5-10.5, 10.5-11.5, read at the 12 s tick) hold 1.25 s of the burst: 73%, no launch.
+    const config = replayConfig({ speedup: 144, app: "heavy", sloMs: 1000, minAccuracy: 0 });
+    const arrivalsMs: number[] = [];
+    for (let t = 0; t < 20_000; t += 50) if (t < 10_250 || t >= 11_750) arrivalsMs.push(t);
+    for (let t = 10_250; t < 11_750; t += 14) arrivalsMs.push(t);
+    arrivalsMs.sort((a, b) => a - b);
+    const run = (reportTimesMs?: number[]) =>
+      runReplaySim({
+        config,
+        arrivalsMs,
+        durationMs: 20_000,
+        variants: [REPLAY_DEFAULT_PROFILE],
+        preload: [{ variant: REPLAY_DEFAULT_PROFILE.name, count: 1 }],
+        bootMs: 1900,
+        functionColdStartMs: 2000,
+        functionWarmMs: 20,
+        seed: 1,
+        ...(reportTimesMs ? { reportTimesMs } : {}),
+      });
+    const infaasLaunchesAt = (r: ReturnType<typeof run>) => r.launches.filter((l) => /INFaaS: utilisation/.test(l.reason)).map((l) => l.at_s);
+    const each = (phase: number) => Array.from({ length: 20 }, (_, k) => phase + k * 1000);
+    expect(infaasLaunchesAt(run())).toEqual([12]);
+    expect(infaasLaunchesAt(run(each(0)))).toEqual([12]);
+    expect(infaasLaunchesAt(run(each(500)))).toEqual([]);
+  });
 });

@@ -337,6 +337,12 @@ export interface ReplaySimInput {
    * worker busy enough to stay warm); values that are not positive count as 1. @default 1
    */
   slowdown?: number | readonly number[];
+  /**
+   * When the live stack's worker reported (ms of the window): the simulator's VM tick reads the mean of
+   * the reports since its last tick at these times, as the vm-autoscaler does (infaas.ts
+   * `reportTimesMs`). @default the exact busy share since the last tick
+   */
+  reportTimesMs?: readonly number[];
   seed: number;
 }
 
@@ -411,6 +417,7 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
     forecasts: () => (latest ? [latest] : []),
     sloMonitor: true,
     refuseUnplaceable: true,
+    ...(input.reportTimesMs ? { reportTimesMs: input.reportTimesMs } : {}),
     overflow: { pool, onOverflow: (_q, nowMs) => void (overflowPerSecond[Math.floor(nowMs / 1000)]! += 1) },
   });
 

@@ -137,6 +137,15 @@ export interface InfaasSystemOptions {
   /** The initial workers were not launched by the autoscaler (a stack's own): never terminated. @default false */
   unmanagedWorkers?: boolean;
   /**
+   * When the workers report (ms, ascending; each report covers the time since the previous one), as
+   * the live workers do once a second: the VM tick then reads each machine's mean of the reports since
+   * the last tick, as the vm-autoscaler does (the latest one's when none came), instead of its exact
+   * busy share since the last tick. After the last time given, every second. A burst of a second is
+   * read differently at different report phases, which decides launches at the 80% threshold: the
+   * live replay gives the times its stack's worker reported. @default none (the exact busy share)
+   */
+  reportTimesMs?: readonly number[];
+  /**
    * A load no machine has room for is refused, as the live dispatcher does ("cannot place variant"),
    * instead of being deferred to a machine the VM autoscaler launches for it. @default false (deferred)
    */
@@ -258,7 +267,37 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   function utilization(m: Machine): number {
     return utilCache.get(m) ?? 0;
   }
+  /** With `reportTimesMs`: each machine's reports since the last VM tick, and its last report. */
+  const reported = new Map<Machine, { sum: number; n: number; t: number; busy: number }>();
+  const report = (nowMs: number): void => {
+    for (const m of machines) {
+      const busy = m.busyMsAt(nowMs);
+      const r = reported.get(m);
+      if (!r) {
+        reported.set(m, { sum: 0, n: 0, t: nowMs, busy });
+        continue;
+      }
+      let slots = 0;
+      for (const x of m.replicas) if (x.state === "ready") slots += x.concurrency;
+      if (nowMs > r.t) {
+        r.sum += slots > 0 ? Math.min(1, Math.max(0, (busy - r.busy) / ((nowMs - r.t) * slots))) : 0;
+        r.n += 1;
+      }
+      r.t = nowMs;
+      r.busy = busy;
+    }
+  };
   const measureUtilization = (nowMs: number): void => {
+    if (opts.reportTimesMs) {
+      for (const m of machines) {
+        const r = reported.get(m);
+        if (!r || r.n === 0) continue;
+        utilCache.set(m, r.sum / r.n);
+        r.sum = 0;
+        r.n = 0;
+      }
+      return;
+    }
     for (const m of machines) {
       const busy = m.busyMsAt(nowMs);
       const prev = busyPrev.get(m);
@@ -677,6 +716,12 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   };
 
   measureUtilization(0);
+  if (opts.reportTimesMs) {
+    const times = opts.reportTimesMs;
+    report(0);
+    for (const t of times) sim.at(t, report);
+    sim.every(1000, report, (times[times.length - 1] ?? 0) + 1000);
+  }
   sim.every(opts.modelPeriodMs ?? 1000, monitorTick);
   sim.every(opts.vmPeriodMs ?? 2000, vmTick);
 
