@@ -7,6 +7,22 @@ import { REPLAY_DEFAULT_PROFILE, replayArrivals, replayConfig, replayLaunches, r
  * it was billed inside the window and what that cost in trace time.
  */
 
+/** The simulator's side with the default profile loaded on the stack's one worker. */
+function oneWorker(config: ReturnType<typeof replayConfig>, arrivalsMs: number[], durationMs: number, reportTimesMs?: number[]): ReturnType<typeof runReplaySim> {
+  return runReplaySim({
+    config,
+    arrivalsMs,
+    durationMs,
+    variants: [REPLAY_DEFAULT_PROFILE],
+    preload: [{ variant: REPLAY_DEFAULT_PROFILE.name, count: 1 }],
+    bootMs: 1900,
+    functionColdStartMs: 2000,
+    functionWarmMs: 20,
+    seed: 1,
+    ...(reportTimesMs ? { reportTimesMs } : {}),
+  });
+}
+
 describe("replay: launch by launch", () => {
   it("replay - each machine is attributed to the launch decision before it, and the launches sum to machine_dollars", () => {
     const price = 0.17;
@@ -38,17 +54,7 @@ describe("replay: launch by launch", () => {
     const counts = Array.from({ length: 300 }, (_, m) => (m >= 150 && m < 160 ? 70 : 15) * 60);
     const config = replayConfig({ speedup: 144, app: "heavy", sloMs: 1000, minAccuracy: 0 });
     const s = replaySchedule({ binMs: 60_000, counts }, { startMinute: 0, minutes: 300, peakQps: 70 }, config.speedup);
-    const r = runReplaySim({
-      config,
-      arrivalsMs: replayArrivals(s, 1),
-      durationMs: s.durationMs,
-      variants: [REPLAY_DEFAULT_PROFILE],
-      preload: [{ variant: REPLAY_DEFAULT_PROFILE.name, count: 1 }],
-      bootMs: 1900,
-      functionColdStartMs: 2000,
-      functionWarmMs: 20,
-      seed: 1,
-    });
+    const r = oneWorker(config, replayArrivals(s, 1), s.durationMs);
     expect(r.summary.launches).toBeGreaterThan(0);
     expect(r.launches.length).toBe(r.summary.launches);
     for (const l of r.launches) {
@@ -68,19 +74,7 @@ describe("replay: launch by launch", () => {
     for (let t = 0; t < 20_000; t += 50) if (t < 10_250 || t >= 11_750) arrivalsMs.push(t);
     for (let t = 10_250; t < 11_750; t += 14) arrivalsMs.push(t);
     arrivalsMs.sort((a, b) => a - b);
-    const run = (reportTimesMs?: number[]) =>
-      runReplaySim({
-        config,
-        arrivalsMs,
-        durationMs: 20_000,
-        variants: [REPLAY_DEFAULT_PROFILE],
-        preload: [{ variant: REPLAY_DEFAULT_PROFILE.name, count: 1 }],
-        bootMs: 1900,
-        functionColdStartMs: 2000,
-        functionWarmMs: 20,
-        seed: 1,
-        ...(reportTimesMs ? { reportTimesMs } : {}),
-      });
+    const run = (reportTimesMs?: number[]) => oneWorker(config, arrivalsMs, 20_000, reportTimesMs);
     const infaasLaunchesAt = (r: ReturnType<typeof run>) => r.launches.filter((l) => /INFaaS: utilisation/.test(l.reason)).map((l) => l.at_s);
     const each = (phase: number) => Array.from({ length: 20 }, (_, k) => phase + k * 1000);
     expect(infaasLaunchesAt(run())).toEqual([12]);
