@@ -214,10 +214,11 @@ const workerSeen = new Map<string, { first: number; last: number }>();
  * The app's variants' busy time as observed and as profiled (Σ batch run times / window, and the same at
  * each batch's profiled time), one per worker report with ≥ 10 batches (the variant-state rule's
  * evidence), with the second of the window. Their ratio of sums is how much slower than profiled the
- * workers ran: what their utilisation and the interference rule saw (a median batch time would not
- * be: batch times skew to the right, and the busy share sums them).
+ * workers ran: what their utilisation saw (a median batch time would not be: batch times skew to the
+ * right, and the busy share sums them). `p50Ratio`, the median batch over its profile, is what the
+ * interference rule and the overflow estimate saw.
  */
-const slowdowns: Array<{ s: number; observed: number; profiled: number }> = [];
+const slowdowns: Array<{ s: number; observed: number; profiled: number; p50Ratio?: number }> = [];
 let measuring = false;
 /**
  * When the stack's own worker reported during the window (ms of the window, as received here, within a
@@ -255,7 +256,9 @@ const subs: Subscription[] = [
           if (!p || v.batches < 10 || v.batchP50Ms <= 0) continue;
           const s = Math.floor((now - t0) / 1000);
           if (v.profiledUtilisation !== undefined) {
-            if (v.profiledUtilisation > 0) slowdowns.push({ s, observed: v.utilisation, profiled: v.profiledUtilisation });
+            // (and the median batch over its profile, what the variant-state rule and the overflow estimate read)
+            const at = profiledLatencyAt(p.latencyMs as Record<string, number>, Math.max(1, Math.round(v.batchSizeP50)));
+            if (v.profiledUtilisation > 0) slowdowns.push({ s, observed: v.utilisation, profiled: v.profiledUtilisation, ...(at > 0 ? { p50Ratio: v.batchP50Ms / at } : {}) });
             continue;
           }
           // An executor without the profiled share (an older one): its median batch against the profile.
@@ -596,6 +599,24 @@ const slowdownSeries: number[] = [];
     slowdownSeries.push(last);
   }
 }
+/**
+ * Per second of the window: the workers' median batch time over their mean (both over the profile):
+ * batch times skew right, so the median the variant-state rule reads is below the mean that their
+ * busy time sums. The simulator's monitor observes its batches × this (engine `observedFactor`).
+ */
+const observedFactorSeries: number[] = [];
+{
+  const bySecond = new Map<number, number[]>();
+  for (const x of slowdowns) {
+    if (x.p50Ratio === undefined || !(x.profiled > 0) || !(x.observed > 0)) continue;
+    bySecond.set(x.s, [...(bySecond.get(x.s) ?? []), x.p50Ratio / (x.observed / x.profiled)]);
+  }
+  for (let i = 0, last = 1; i < slowdownSeries.length; i++) {
+    const xs = bySecond.get(i);
+    if (xs && xs.length > 0) last = median(xs) ?? last;
+    observedFactorSeries.push(last);
+  }
+}
 say(`live done; simulating with boot ${measured.boot_ms.toFixed(0)} ms (${bootTimes.length} measured), function cold start ${measured.function_cold_start_ms.toFixed(0)} ms, warm ${measured.function_warm_ms.toFixed(1)} ms, workers ${measured.slowdown.toFixed(2)}× slower than profiled (busy time, ${slowdowns.length} reports; replayed second by second)`);
 const simInput = {
   config,
@@ -610,7 +631,7 @@ const simInput = {
   ...(reportTimes.length > 0 ? { reportTimesMs: reportTimes } : {}),
   seed,
 };
-const simResult = runReplaySim({ ...simInput, slowdown: slowdownSeries });
+const simResult = runReplaySim({ ...simInput, slowdown: slowdownSeries, observedFactor: observedFactorSeries });
 /** The simulator on the profiles alone (no measured slowdown): what it predicts before seeing the machine run. */
 const simProfiled = runReplaySim(simInput);
 
@@ -626,7 +647,7 @@ const report = {
   window_start: windowStart,
   settings: { ...configReport(config), stack_env: { ...env.all, ...env.vmAutoscaler }, stack: values.base ? "given (--base)" : "started by the replay" },
   variants,
-  measured: { ...measured, slowdown_by_second: slowdownSeries.map((x) => Math.round(x * 100) / 100) },
+  measured: { ...measured, slowdown_by_second: slowdownSeries.map((x) => Math.round(x * 100) / 100), observed_factor_by_second: observedFactorSeries.map((x) => Math.round(x * 100) / 100) },
   live: liveReport,
   sim: simResult.summary,
   sim_as_profiled: simProfiled.summary,

@@ -67,6 +67,12 @@ export class Machine {
   readonly used: ResourceMap = {};
   /** Multiplies the service time of every batch on this machine (interference); 1 = as profiled. */
   slowdown = 1;
+  /**
+   * What the variant-state monitor observes of this machine's batch times, over their run time: the
+   * live workers report the median batch time, and their batch times skew right, so the median is
+   * below the mean the run times add up to (the live replay gives the ratio per second); 1 = the run time.
+   */
+  observedFactor = 1;
   /** Set when the machine was lost (killMachine) rather than terminated. */
   failed = false;
   readonly type: string;

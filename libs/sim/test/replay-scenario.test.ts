@@ -8,7 +8,7 @@ import { REPLAY_DEFAULT_PROFILE, replayArrivals, replayConfig, replayLaunches, r
  */
 
 /** The simulator's side with the default profile loaded on the stack's one worker. */
-function oneWorker(config: ReturnType<typeof replayConfig>, arrivalsMs: number[], durationMs: number, reportTimesMs?: number[]): ReturnType<typeof runReplaySim> {
+function oneWorker(config: ReturnType<typeof replayConfig>, arrivalsMs: number[], durationMs: number, extra: Partial<Parameters<typeof runReplaySim>[0]> = {}): ReturnType<typeof runReplaySim> {
   return runReplaySim({
     config,
     arrivalsMs,
@@ -19,7 +19,7 @@ function oneWorker(config: ReturnType<typeof replayConfig>, arrivalsMs: number[]
     functionColdStartMs: 2000,
     functionWarmMs: 20,
     seed: 1,
-    ...(reportTimesMs ? { reportTimesMs } : {}),
+    ...extra,
   });
 }
 
@@ -74,11 +74,25 @@ describe("replay: launch by launch", () => {
     for (let t = 0; t < 20_000; t += 50) if (t < 10_250 || t >= 11_750) arrivalsMs.push(t);
     for (let t = 10_250; t < 11_750; t += 14) arrivalsMs.push(t);
     arrivalsMs.sort((a, b) => a - b);
-    const run = (reportTimesMs?: number[]) => oneWorker(config, arrivalsMs, 20_000, reportTimesMs);
+    const run = (reportTimesMs?: number[]) => oneWorker(config, arrivalsMs, 20_000, reportTimesMs ? { reportTimesMs } : {});
     const infaasLaunchesAt = (r: ReturnType<typeof run>) => r.launches.filter((l) => /INFaaS: utilisation/.test(l.reason)).map((l) => l.at_s);
     const each = (phase: number) => Array.from({ length: 20 }, (_, k) => phase + k * 1000);
     expect(infaasLaunchesAt(run())).toEqual([12]);
     expect(infaasLaunchesAt(run(each(0)))).toEqual([12]);
     expect(infaasLaunchesAt(run(each(500)))).toEqual([]);
+  });
+
+  it("replay - the variant-state rule reads the median batch (observedFactor), utilisation the busy time (slowdown)", () => {
+    // 30 q/s on a worker whose batches run at twice their profile (28 ms): 84% busy. Read as the mean, the
+    // batches are Interfered (28 ms > 14 × 1.2 + 2); with a median half the mean (observedFactor 0.5)
+    // they are not, and only the utilisation rule launches.
+    const config = replayConfig({ speedup: 144, app: "heavy", sloMs: 1000, minAccuracy: 0 });
+    const arrivalsMs = Array.from({ length: 600 }, (_, k) => Math.round((k * 1000) / 30));
+    const reasons = (observedFactor?: number) => oneWorker(config, arrivalsMs, 20_000, { slowdown: 2, ...(observedFactor === undefined ? {} : { observedFactor }) }).launches.map((l) => l.reason);
+    expect(reasons().some((r) => /interfered/.test(r))).toBe(true);
+    const halved = reasons(0.5);
+    expect(halved.length).toBeGreaterThan(0);
+    expect(halved.some((r) => /interfered/.test(r))).toBe(false);
+    expect(halved.every((r) => /utilisation above 80%/.test(r))).toBe(true);
   });
 });

@@ -343,6 +343,12 @@ export interface ReplaySimInput {
    * `reportTimesMs`). @default the exact busy share since the last tick
    */
   reportTimesMs?: readonly number[];
+  /**
+   * The workers' median batch time over their mean, one figure or one per second (measured live):
+   * what the variant-state rule (and the overflow estimate) read of the batches, the median, against
+   * what their busy time sums, the mean (Machine `observedFactor`). @default 1 (the mean)
+   */
+  observedFactor?: number | readonly number[];
   seed: number;
 }
 
@@ -424,8 +430,7 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
   const workers: number[] = [];
   const forecast: number[] = [];
   const initial = new Set<Machine>(sim.machines);
-  const given = input.slowdown ?? 1;
-  const slowdownAt = (nowMs: number): number => {
+  const secondOf = (given: number | readonly number[], nowMs: number): number => {
     const s = typeof given === "number" ? given : (given[Math.min(given.length - 1, Math.floor(nowMs / 1000))] ?? 1);
     return s > 0 ? s : 1;
   };
@@ -433,8 +438,12 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
   sim.every(
     1000,
     (nowMs) => {
-      const s = slowdownAt(nowMs);
-      for (const m of sim.machines) m.slowdown = s;
+      const s = secondOf(input.slowdown ?? 1, nowMs);
+      const f = secondOf(input.observedFactor ?? 1, nowMs);
+      for (const m of sim.machines) {
+        m.slowdown = s;
+        m.observedFactor = f;
+      }
     },
     0,
   );
