@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, headers as natsHeaders, type Msg, type NatsConnection } from "@nats-io/transport-node";
-import { alignPayload, publishParts, readLargeMessagesWhole, writeQueuedInPieces } from "@sloserve/bus";
+import { alignPayload, answerRequestsWithoutErrors, coalesceWrites, publishParts, readLargeMessagesWhole, writeQueuedInPieces } from "@sloserve/bus";
 import { decodeTensors, encodeTensorParts, encodeTensors, type Tensor } from "@sloserve/contracts";
 import { startNats, type ServerHandle } from "@sloserve/stack";
 
@@ -154,5 +154,65 @@ describe("messages out without copies (libs/bus outbound.ts)", () => {
     writeQueuedInPieces(closing);
     await closing.close();
     expect(() => publishParts(closing, "outbound.closed", parts, 16, { headers: natsHeaders() })).toThrow(/closed/i);
+  });
+
+  it("inbound - with answered requests making no Error, requests still resolve, time out, find no responders and fail on close as before", async () => {
+    expect(answerRequestsWithoutErrors()).toBe(true);
+    expect(answerRequestsWithoutErrors()).toBe(true); // once is enough
+    const nc = await connect({ servers: nats.url, noAsyncTraces: true });
+    receiver.subscribe("inbound.answered", { callback: (_e, msg) => void msg.respond(msg.data) });
+    receiver.subscribe("inbound.silent", { callback: () => undefined });
+    await receiver.flush();
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => nc.request("inbound.answered", filled(i, i), { timeout: 10_000 })));
+    expect(answers.map((a) => a.data.length)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    const failure = (request: Promise<Msg>): Promise<Error | undefined> => request.then(() => undefined, (e: unknown) => e as Error);
+    const timedOut = await failure(nc.request("inbound.silent", filled(1, 1), { timeout: 50 }));
+    expect(timedOut).toBeInstanceOf(Error);
+    expect(`${timedOut?.name} ${timedOut?.message}`).toMatch(/timeout/i);
+    const nobody = await failure(nc.request("inbound.nobody", filled(1, 1), { timeout: 5_000 }));
+    expect(`${nobody?.name} ${nobody?.message}`).toMatch(/no ?responders/i);
+    const pending = failure(nc.request("inbound.silent", filled(1, 1), { timeout: 10_000 }));
+    await nc.flush();
+    await nc.close();
+    const closed = await pending;
+    expect(closed).toBeInstanceOf(Error);
+    expect(closed?.message).toMatch(/closed/i); // its own error, not the one shared by answered requests
+  });
+
+  it("outbound - a connection that coalesces its writes sends what callbacks of one turn queued in one write, whole and in order", async () => {
+    const nc = await connect({ servers: nats.url });
+    expect(writeQueuedInPieces(nc)).toBe(true);
+    expect(coalesceWrites(nc)).toBe(true);
+    expect(coalesceWrites(nc)).toBe(true); // once is enough
+    const transport = (nc as unknown as { protocol: { transport: { send: (frame: Uint8Array) => void } } }).protocol.transport;
+    const send = transport.send.bind(transport);
+    let writes = 0;
+    transport.send = (frame: Uint8Array) => {
+      writes++;
+      send(frame);
+    };
+    // Small (under 32 kB in all): nats.js would not flush them inline, and they are written concatenated.
+    const sizes = [10, 3, 2_000, 0, 7_000, 7, 11_000, 12];
+    const messages = sizes.map((n, i) => filled(n, i));
+    const arrived = collect("outbound.coalesced", messages.length);
+    await receiver.flush();
+    // Timers due together run in one turn, nats.js's flush (a microtask) after each: one write each without coalescing.
+    await new Promise<void>((resolve) => {
+      messages.forEach((m, i) => setTimeout(() => {
+        nc.publish("outbound.coalesced", m);
+        if (i === messages.length - 1) resolve();
+      }, 0));
+    });
+    await nc.flush();
+    const got = await arrived;
+    expect(got.map((m) => m.data.length)).toEqual(sizes);
+    got.forEach((m, i) => expect(Buffer.from(m.data).equals(Buffer.from(messages[i] as Uint8Array))).toBe(true));
+    // All of them and flush's PING: one write.
+    expect(writes).toBe(1);
+    receiver.subscribe("outbound.coalesced.echo", { callback: (_e, msg) => void msg.respond(msg.data) });
+    await receiver.flush();
+    const answer = await nc.request("outbound.coalesced.echo", filled(100, 1), { timeout: 10_000 });
+    expect(answer.data.length).toBe(100);
+    await nc.drain();
   });
 });

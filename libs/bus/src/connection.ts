@@ -14,8 +14,8 @@ import { Objm, type ObjectStore } from "@nats-io/obj";
 import { streams, subjects, MODEL_BUCKET } from "@sloserve/contracts";
 import type { Logger } from "./log.js";
 import { PresenceWatch, ResendingRequester, watchReconnects, type DispatcherPresence, type ReconnectEvent } from "./resend.js";
-import { writeQueuedInPieces } from "./outbound.js";
-import { readLargeMessagesWhole } from "./inbound.js";
+import { coalesceWrites, writeQueuedInPieces } from "./outbound.js";
+import { answerRequestsWithoutErrors, readLargeMessagesWhole } from "./inbound.js";
 
 export interface Bus {
   nc: NatsConnection;
@@ -52,6 +52,12 @@ export interface BusOptions {
    * (`events.bus.reconnected`) drops: for callers of queries (frontend, dispatcher's pipelines). @default false
    */
   resendOnReconnect?: boolean;
+  /**
+   * Write what is queued once per turn of the event loop rather than once per microtask checkpoint
+   * (outbound.ts `coalesceWrites`): for a process that sends a request per incoming HTTP request
+   * (the frontend), one socket write for the queries of a poll instead of one each. @default false
+   */
+  coalesceWrites?: boolean;
 }
 
 /** What `connect` takes for credentials and TLS. */
@@ -168,9 +174,11 @@ export async function connectBus(options: BusOptions): Promise<Bus> {
     noAsyncTraces: true,
   });
   // Queued messages go to the socket as their pieces, not concatenated first (outbound.ts); a large
-  // message comes in with one buffer (inbound.ts).
+  // message comes in with one buffer, and an answered request makes no Error (inbound.ts).
   writeQueuedInPieces(nc);
+  if (options.coalesceWrites) coalesceWrites(nc);
   readLargeMessagesWhole();
+  answerRequestsWithoutErrors();
   const log = options.log;
   // Every connection announces its reconnections; callers of queries send again what waits.
   const requester = options.resendOnReconnect ? new ResendingRequester(nc, log) : undefined;
@@ -238,6 +246,11 @@ export async function connectBus(options: BusOptions): Promise<Bus> {
 /** Builds NATS headers from a record, skipping undefined values. */
 export function makeHeaders(values: Record<string, string | number | undefined>): MsgHdrs {
   const h = natsHeaders();
-  for (const [key, value] of Object.entries(values)) if (value !== undefined) h.set(key, String(value));
+  // append, not set: a record's keys are distinct, and set first looks for the key to delete it (a
+  // scan of the keys each time; it is on every query's path).
+  for (const key in values) {
+    const value = values[key];
+    if (value !== undefined) h.append(key, String(value));
+  }
   return h;
 }

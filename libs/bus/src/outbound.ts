@@ -51,12 +51,7 @@ const PIECES_FROM_BYTES = 64 * 1024;
  * whether it could (false: this nats.js is not the one this was written for; nothing changed).
  */
 export function writeQueuedInPieces(nc: NatsConnection): boolean {
-  const p = protocolOf(nc);
-  if (!p) return false;
-  if (inPieces.has(p)) return true;
-  inPieces.add(p);
-  const concatenating = p.flushPending.bind(p);
-  p.flushPending = function flushPending(): void {
+  return replaceFlush(nc, inPieces, (p, concatenating) => function flushPending(): void {
     const socket = p.transport?.socket;
     const queued = p.outbound.buffers;
     // One piece is written as it is anyway, and small ones are cheaper to copy together than to hand
@@ -72,8 +67,51 @@ export function writeQueuedInPieces(nc: NatsConnection): boolean {
     socket.cork();
     for (const piece of pieces) socket.write(piece);
     socket.uncork();
-  };
+  });
+}
+
+/**
+ * Replaces the connection's flush with `wrap(p, the flush it had)`, once per connection for each
+ * `done`; false when this nats.js is not the one this was written for (nothing changed).
+ */
+function replaceFlush(nc: NatsConnection, done: WeakSet<object>, wrap: (p: Protocol, flush: () => void) => () => void): boolean {
+  const p = protocolOf(nc);
+  if (!p) return false;
+  if (!done.has(p)) {
+    done.add(p);
+    p.flushPending = wrap(p, p.flushPending.bind(p));
+  }
   return true;
+}
+
+const coalescing = new WeakSet<object>();
+
+/**
+ * Makes the connection write what it queued once per turn of the event loop (a `setImmediate`) instead
+ * of once per microtask checkpoint, as nats.js does (it flushes in a microtask after the first message
+ * queued). Node runs the microtasks after each I/O callback, so a frontend answering many HTTP requests
+ * that arrived together wrote one socket write per query to NATS: a syscall each (on loopback the whole
+ * TCP path, in the frontend and again in nats-server's read), 13% of the frontend's CPU under HTTP load
+ * (bench/README.md, "HTTP frontend CPU"). Deferred to the check phase, the requests of one poll go out
+ * in one write; alone, a request waits only for the other callbacks of its poll (none when idle).
+ * Every flush is deferred, nats.js's own (its PING of `flush()`, the 32 kB threshold) too: they are
+ * writes of what is queued, never a promise that it is on the socket. Call after
+ * {@link writeQueuedInPieces} (it then defers that flush). Returns whether it could (false: this nats.js
+ * is not the one this was written for; nothing changed).
+ */
+export function coalesceWrites(nc: NatsConnection): boolean {
+  return replaceFlush(nc, coalescing, (_p, flushNow) => {
+    let scheduled = false;
+    const flush = (): void => {
+      scheduled = false;
+      flushNow();
+    };
+    return function flushPending(): void {
+      if (scheduled) return;
+      scheduled = true;
+      setImmediate(flush);
+    };
+  });
 }
 
 const CRLF = new Uint8Array([13, 10]);

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
-import Fastify, { type FastifyReply, type FastifyError } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyReply, type FastifyError } from "fastify";
 import client from "prom-client";
 import {
   ErrorCode,
@@ -55,6 +55,28 @@ export interface FrontendDeps {
   auth?: { authenticator: Authenticator; keys: ApiKeyStore } | undefined;
 }
 
+/**
+ * A request's logger (Fastify makes one per request, with its `reqId` bound) that becomes pino's child
+ * logger when the request first uses it: a query logs nothing unless it fails, and pino's child, with
+ * the redaction of secrets this logger has (libs/bus log.ts), ran the redaction over the bindings of
+ * every request (bench/README.md, "HTTP frontend CPU"). Anything read from it (a method, a field)
+ * is the child's, made then; its methods are known from the parent without making it.
+ */
+export function childOnFirstUse(parent: FastifyBaseLogger, bindings: Parameters<FastifyBaseLogger["child"]>[0], options: Parameters<FastifyBaseLogger["child"]>[1]): FastifyBaseLogger {
+  let child: object | undefined;
+  const made = (): object => (child ??= parent.child(bindings, options));
+  return new Proxy(parent, {
+    get(target, key) {
+      if (child === undefined && typeof Reflect.get(target, key) === "function") {
+        return (...args: unknown[]) => (Reflect.get(made(), key) as (...a: unknown[]) => unknown).apply(child, args);
+      }
+      const value: unknown = Reflect.get(made(), key);
+      return typeof value === "function" ? value.bind(child) : value;
+    },
+    set: (_target, key, value) => Reflect.set(made(), key, value),
+  });
+}
+
 function sendError(reply: FastifyReply, err: ServeError): FastifyReply {
   return reply.code(httpStatusOf(err.code)).type("application/json").send(err.toJSON());
 }
@@ -96,6 +118,7 @@ export async function buildApp(deps: FrontendDeps) {
   const app = Fastify({
     loggerInstance: log,
     disableRequestLogging: true,
+    childLoggerFactory: childOnFirstUse,
     bodyLimit: options.maxBodyBytes,
     // HTTPS when given a certificate: Fastify takes the https.Server as it takes the http one (listen, request events).
     // A server factory skips Fastify's own settings: keep its 72 s keep-alive (Node's default is 5 s, and
@@ -123,9 +146,11 @@ export async function buildApp(deps: FrontendDeps) {
     buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10],
     registers: [registry],
   });
-  app.addHook("onResponse", async (req, reply) => {
+  // A callback hook, not an async one: no promise to settle per request.
+  app.addHook("onResponse", (req, reply, done) => {
     httpDuration.observe({ route: req.routeOptions.url ?? "unknown", status: String(reply.statusCode) }, reply.elapsedTime / 1000);
     if (log.isLevelEnabled("debug")) req.log.debug({ requestId: req.id, method: req.method, url: req.url, status: reply.statusCode, ms: reply.elapsedTime }, "request done");
+    done();
   });
 
   await app.register(multipart, { limits: { fileSize: options.maxModelBytes, files: 2, fields: 8 } });

@@ -35,7 +35,8 @@ const envSchema = commonEnvSchema.extend({
 
 await runService("frontend", process.env, async (log) => {
   const options = compileOptions(envSchema, process.env, "frontend");
-  const bus = await connectBus({ servers: options.NATS_URL, name: "frontend", log, replicas: options.JS_REPLICAS, resendOnReconnect: true });
+  // coalesceWrites: the queries of the HTTP requests read in one poll go to NATS in one socket write (libs/bus outbound.ts).
+  const bus = await connectBus({ servers: options.NATS_URL, name: "frontend", log, replicas: options.JS_REPLICAS, resendOnReconnect: true, coalesceWrites: true });
   const store = MetadataStore.connect(options.REDIS_URL);
   const catalog = new Catalog(store);
   const progress = new ProfileProgressView();

@@ -100,7 +100,11 @@ export function registerOipHttpRoutes(app: App, deps: QueryDeps, options: { maxB
   // or none, as some binary-extension clients send), then told apart by Inference-Header-Content-Length.
   app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: options.maxBodyBytes }, (_req, body, done) => done(null, body));
+    // The same parser by name for the usual types as well as for any ("*"): Fastify remembers the
+    // parser found for a content type only when it was found by name, and looked the catch-all up
+    // anew for every request (parsing the Content-Type header each time).
+    const asBytes = (_req: FastifyRequest, body: Buffer, done: (err: null, body: Buffer) => void): void => done(null, body);
+    for (const type of ["application/json", "application/octet-stream", "*"]) scope.addContentTypeParser(type, { parseAs: "buffer", bodyLimit: options.maxBodyBytes }, asBytes);
     scope.post<ModelParams>("/v2/models/:model/infer", (req, reply) => answer(req, reply, req.params.model, undefined, () => requestOf(req)));
     scope.post<ModelParams>("/v2/models/:model/versions/:version/infer", (req, reply) => answer(req, reply, req.params.model, req.params.version, () => requestOf(req)));
     // Model-less query (INFaaS) with the requirements in the JSON body: {"inputs": …, "slo": {"latency_ms", "min_accuracy"?, "max_cost"?}},
