@@ -589,34 +589,27 @@ const measured = {
   reporting_worker: reportingWorker ?? null,
   report_times_ms: reportTimes.map((t) => Math.round(t)),
 };
-/** Per second of the window: the workers' observed / profiled busy time (the last second's carried over seconds without evidence). */
-const slowdownSeries: number[] = [];
-{
-  const bySecond = new Map<number, typeof slowdowns>();
-  for (const x of slowdowns) bySecond.set(x.s, [...(bySecond.get(x.s) ?? []), x]);
-  for (let i = 0, last = measured.slowdown; i < Math.ceil(schedule.durationMs / 1000); i++) {
-    last = ratioOfSums(bySecond.get(i) ?? []) ?? last;
-    slowdownSeries.push(last);
+/** Per second of the window, a figure of that second's reports (`of`: undefined without evidence), the last one carried over seconds without. */
+function bySecondOf<T extends { s: number }>(xs: readonly T[], first: number, of: (inSecond: T[]) => number | undefined): number[] {
+  const bySecond = new Map<number, T[]>();
+  for (const x of xs) (bySecond.get(x.s) ?? bySecond.set(x.s, []).get(x.s))?.push(x);
+  const out: number[] = [];
+  for (let i = 0, last = first; i < Math.ceil(schedule.durationMs / 1000); i++) {
+    last = of(bySecond.get(i) ?? []) ?? last;
+    out.push(last);
   }
+  return out;
 }
+/** Per second of the window: the workers' observed / profiled busy time. */
+const slowdownSeries = bySecondOf(slowdowns, measured.slowdown, ratioOfSums);
 /**
  * Per second of the window: the workers' median batch time over their mean (both over the profile):
  * batch times skew right, so the median the variant-state rule reads is below the mean that their
  * busy time sums. The simulator's monitor observes its batches × this (engine `observedFactor`).
  */
-const observedFactorSeries: number[] = [];
-{
-  const bySecond = new Map<number, number[]>();
-  for (const x of slowdowns) {
-    if (x.p50Ratio === undefined || !(x.profiled > 0) || !(x.observed > 0)) continue;
-    bySecond.set(x.s, [...(bySecond.get(x.s) ?? []), x.p50Ratio / (x.observed / x.profiled)]);
-  }
-  for (let i = 0, last = 1; i < slowdownSeries.length; i++) {
-    const xs = bySecond.get(i);
-    if (xs && xs.length > 0) last = median(xs) ?? last;
-    observedFactorSeries.push(last);
-  }
-}
+const observedFactorSeries = bySecondOf(slowdowns, 1, (xs) =>
+  median(xs.flatMap((x) => (x.p50Ratio !== undefined && x.profiled > 0 && x.observed > 0 ? [x.p50Ratio / (x.observed / x.profiled)] : []))),
+);
 say(`live done; simulating with boot ${measured.boot_ms.toFixed(0)} ms (${bootTimes.length} measured), function cold start ${measured.function_cold_start_ms.toFixed(0)} ms, warm ${measured.function_warm_ms.toFixed(1)} ms, workers ${measured.slowdown.toFixed(2)}× slower than profiled (busy time, ${slowdowns.length} reports; replayed second by second)`);
 const simInput = {
   config,

@@ -267,6 +267,15 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   function utilization(m: Machine): number {
     return utilCache.get(m) ?? 0;
   }
+  /**
+   * A machine's busy share of its ready slots between an earlier reading (at `fromMs`, `fromBusy` ms
+   * busy) and now; removed replicas take their busy time with them: clamped at 0.
+   */
+  const busyShare = (m: Machine, nowMs: number, busy: number, fromMs: number, fromBusy: number): number => {
+    let slots = 0;
+    for (const r of m.replicas) if (r.state === "ready") slots += r.concurrency;
+    return nowMs > fromMs && slots > 0 ? Math.min(1, Math.max(0, (busy - fromBusy) / ((nowMs - fromMs) * slots))) : 0;
+  };
   /** With `reportTimesMs`: each machine's reports since the last VM tick, and its last report. */
   const reported = new Map<Machine, { sum: number; n: number; t: number; busy: number }>();
   const report = (nowMs: number): void => {
@@ -277,10 +286,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         reported.set(m, { sum: 0, n: 0, t: nowMs, busy });
         continue;
       }
-      let slots = 0;
-      for (const x of m.replicas) if (x.state === "ready") slots += x.concurrency;
       if (nowMs > r.t) {
-        r.sum += slots > 0 ? Math.min(1, Math.max(0, (busy - r.busy) / ((nowMs - r.t) * slots))) : 0;
+        r.sum += busyShare(m, nowMs, busy, r.t, r.busy);
         r.n += 1;
       }
       r.t = nowMs;
@@ -302,10 +309,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       const busy = m.busyMsAt(nowMs);
       const prev = busyPrev.get(m);
       busyPrev.set(m, { t: nowMs, busy });
-      let slots = 0;
-      for (const r of m.replicas) if (r.state === "ready") slots += r.concurrency;
-      // Removed replicas take their busy time with them: clamp at 0.
-      utilCache.set(m, prev && nowMs > prev.t && slots > 0 ? Math.min(1, Math.max(0, (busy - prev.busy) / ((nowMs - prev.t) * slots))) : 0);
+      utilCache.set(m, prev ? busyShare(m, nowMs, busy, prev.t, prev.busy) : 0);
     }
   };
 
