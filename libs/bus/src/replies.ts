@@ -1,5 +1,5 @@
 import type { NatsConnection, MsgHdrs } from "@nats-io/transport-node";
-import { ErrorCode, ServeError, headers, contentTypes, isErrorCode, encodeTensorParts, tensorDataToJson, type Tensor } from "@sloserve/contracts";
+import { ErrorCode, ServeError, headers, contentTypes, isErrorCode, encodeTensorParts, encodeTensorPartsWithFields, tensorDataToJson, type Tensor } from "@sloserve/contracts";
 import { makeHeaders } from "./connection.js";
 import { ALIGN_FROM_BYTES, alignPayload, publishParts } from "./outbound.js";
 
@@ -25,17 +25,19 @@ export function replyError(nc: NatsConnection, subject: string | undefined, err:
  * Sends an inference answer to the caller's inbox in the encoding it asked for: Open Inference Protocol
  * JSON (`json`: `extra`'s fields and `outputs` with their data as JSON arrays) or the binary tensor
  * encoding (`extra` in its metadata). The executor answers its queries with it and the dispatcher its
- * overflowed ones, so both look the same to the caller.
+ * overflowed ones, so both look the same to the caller. `extra` may come serialised already (the JSON
+ * of an object of its fields: the executor builds most of it once per batch, libs/executor answer-meta.ts).
  */
-export function replyInference(nc: NatsConnection, subject: string, outputs: readonly Tensor[], extra: Record<string, unknown>, options: { json: boolean; requestId: string | undefined }): void {
+export function replyInference(nc: NatsConnection, subject: string, outputs: readonly Tensor[], extra: Record<string, unknown> | string, options: { json: boolean; requestId: string | undefined }): void {
   const hdrs = makeHeaders({ [headers.requestId]: options.requestId, [headers.contentType]: options.json ? contentTypes.json : contentTypes.wire });
   if (options.json) {
-    nc.publish(subject, encoder.encode(JSON.stringify({ ...extra, outputs: outputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: tensorDataToJson(t) })) })), { headers: hdrs });
+    const fields = typeof extra === "string" ? (JSON.parse(extra) as Record<string, unknown>) : extra;
+    nc.publish(subject, encoder.encode(JSON.stringify({ ...fields, outputs: outputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: tensorDataToJson(t) })) })), { headers: hdrs });
     return;
   }
   // The outputs are not copied into a message: the header, then views of the outputs; and the caller
   // reads them in place (outbound.ts).
-  const { parts, byteLength } = encodeTensorParts(outputs, extra);
+  const { parts, byteLength } = typeof extra === "string" ? encodeTensorPartsWithFields(outputs, extra) : encodeTensorParts(outputs, extra);
   publishParts(nc, subject, parts, byteLength, { headers: byteLength >= ALIGN_FROM_BYTES ? alignPayload(hdrs) : hdrs });
 }
 

@@ -60,6 +60,7 @@ export class ResendingRequester {
   private readonly now: () => number;
   /** Requests sent again so far (metrics, tests). */
   resent = 0;
+  private readonly host: RequestHost;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -70,6 +71,7 @@ export class ResendingRequester {
     this.minIntervalMs = options.minIntervalMs ?? 500;
     this.noResponderRetryMs = options.noResponderRetryMs ?? 250;
     this.now = options.now ?? Date.now;
+    this.host = { nc, now: this.now, noResponderRetryMs: this.noResponderRetryMs, inFlight: this.inFlight, countResend: () => this.resent++ };
   }
 
   /** Requests waiting for their reply now. */
@@ -102,53 +104,93 @@ export class ResendingRequester {
   request(subject: string, payload: Uint8Array, options: { timeout: number; headers?: MsgHdrs }): Promise<Msg> {
     const deadline = this.now() + options.timeout;
     return new Promise<Msg>((resolve, reject) => {
-      let pending = 0;
-      let firstError: unknown;
-      let done = false;
-      const entry: InFlight = {
-        lastSentMs: this.now(),
-        resends: 0,
-        resend: () => {
-          entry.resends++;
-          this.resent++;
-          send(false);
-        },
-      };
-      const settle = (outcome: () => void): void => {
-        done = true;
-        this.inFlight.delete(entry);
-        outcome();
-      };
-      const send = (original: boolean): void => {
-        const left = deadline - this.now();
-        if (left <= 0) return;
-        entry.lastSentMs = this.now();
-        pending++;
-        this.nc.request(subject, payload, { timeout: left, ...(options.headers ? { headers: options.headers } : {}) }).then(
-          (msg) => {
-            pending--;
-            if (!done) settle(() => resolve(msg));
-          },
-          (err: unknown) => {
-            pending--;
-            if (done) return;
-            if (original) firstError = err;
-            else if (isNoResponders(err) && deadline - this.now() > this.noResponderRetryMs) {
-              // The dispatcher is not back on the cluster yet: the same resend, shortly.
-              pending++;
-              setTimeout(() => {
-                pending--;
-                if (!done) send(false);
-              }, this.noResponderRetryMs).unref();
-              return;
-            }
-            if (pending === 0) settle(() => reject(firstError ?? err));
-          },
-        );
-      };
-      this.inFlight.add(entry);
-      send(true);
+      const waiting = new WaitingRequest(this.host, subject, payload, options.headers, deadline, resolve, reject);
+      this.inFlight.add(waiting);
+      waiting.send(true);
     });
+  }
+}
+
+/** What a {@link WaitingRequest} uses of its requester. */
+interface RequestHost {
+  nc: NatsConnection;
+  now: () => number;
+  noResponderRetryMs: number;
+  inFlight: Set<InFlight>;
+  countResend(): void;
+}
+
+/**
+ * One request of {@link ResendingRequester.request} while it waits: its sends (the first and any
+ * resends) and how it settles. A class rather than closures made for every request (each named one
+ * also renamed at run time by tsx: bench/README.md, "HTTP frontend CPU, again").
+ */
+class WaitingRequest implements InFlight {
+  lastSentMs: number;
+  resends = 0;
+  /** Sends not answered yet (and resends waiting to be tried again). */
+  private pending = 0;
+  private firstError: unknown;
+  private done = false;
+
+  constructor(
+    private readonly host: RequestHost,
+    private readonly subject: string,
+    private readonly payload: Uint8Array,
+    private readonly headers: MsgHdrs | undefined,
+    private readonly deadline: number,
+    private readonly resolve: (msg: Msg) => void,
+    private readonly reject: (err: unknown) => void,
+  ) {
+    this.lastSentMs = host.now();
+  }
+
+  resend(): void {
+    this.resends++;
+    this.host.countResend();
+    this.send(false);
+  }
+
+  send(original: boolean): void {
+    const left = this.deadline - this.host.now();
+    if (left <= 0) return;
+    this.lastSentMs = this.host.now();
+    this.pending++;
+    this.host.nc.request(this.subject, this.payload, this.headers ? { timeout: left, headers: this.headers } : { timeout: left }).then(
+      (msg) => this.answered(msg),
+      (err: unknown) => this.failed(err, original),
+    );
+  }
+
+  private settle(): void {
+    this.done = true;
+    this.host.inFlight.delete(this);
+  }
+
+  private answered(msg: Msg): void {
+    this.pending--;
+    if (this.done) return;
+    this.settle();
+    this.resolve(msg);
+  }
+
+  private failed(err: unknown, original: boolean): void {
+    this.pending--;
+    if (this.done) return;
+    if (original) this.firstError = err;
+    else if (isNoResponders(err) && this.deadline - this.host.now() > this.host.noResponderRetryMs) {
+      // The dispatcher is not back on the cluster yet: the same resend, shortly.
+      this.pending++;
+      setTimeout(() => {
+        this.pending--;
+        if (!this.done) this.send(false);
+      }, this.host.noResponderRetryMs).unref();
+      return;
+    }
+    if (this.pending === 0) {
+      this.settle();
+      this.reject(this.firstError ?? err);
+    }
   }
 }
 

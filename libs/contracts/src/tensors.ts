@@ -170,6 +170,11 @@ function isFlat(data: unknown): data is readonly unknown[] {
   return true;
 }
 
+/** The error for element `i` of a JSON input (a function of its own, not a closure made for every input). */
+function badElement(name: string, datatype: Datatype, flat: readonly unknown[], i: number): ServeError {
+  return new ServeError(ErrorCode.invalidData, `input '${name}' element ${i} (${JSON.stringify(flat[i])}) is not a valid ${datatype} value`);
+}
+
 /**
  * Converts one Open Inference Protocol JSON input (`{name, datatype, shape, data}`) whose header
  * was already checked into a typed tensor, checking each element against the datatype.
@@ -190,14 +195,12 @@ export function tensorFromJsonData(name: string, datatype: Datatype, shape: numb
   }
   const info = typeInfo[datatype];
   const out = info.make(expected);
-  const badElement = (i: number): ServeError =>
-    new ServeError(ErrorCode.invalidData, `input '${name}' element ${i} (${JSON.stringify(flat[i])}) is not a valid ${datatype} value`);
   switch (info.kind) {
     case "float": {
       const arr = out as Float32Array | Float64Array;
       for (let i = 0; i < expected; i++) {
         const v = flat[i];
-        if (typeof v !== "number") throw badElement(i);
+        if (typeof v !== "number") throw badElement(name, datatype, flat, i);
         // JSON has no NaN or infinity; a literal too large for a double (1e999) parses as one.
         if (!Number.isFinite(v)) throw new ServeError(ErrorCode.invalidData, `input '${name}' element ${i} is not a finite number (a JSON number beyond the range of a double)`);
         arr[i] = v;
@@ -208,7 +211,7 @@ export function tensorFromJsonData(name: string, datatype: Datatype, shape: numb
       const arr = out as Int32Array;
       for (let i = 0; i < expected; i++) {
         const v = flat[i];
-        if (typeof v !== "number" || !Number.isInteger(v) || v < (info.min ?? -Infinity) || v > (info.max ?? Infinity)) throw badElement(i);
+        if (typeof v !== "number" || !Number.isInteger(v) || v < (info.min ?? -Infinity) || v > (info.max ?? Infinity)) throw badElement(name, datatype, flat, i);
         arr[i] = v;
       }
       break;
@@ -217,7 +220,7 @@ export function tensorFromJsonData(name: string, datatype: Datatype, shape: numb
       const arr = out as BigInt64Array;
       for (let i = 0; i < expected; i++) {
         const v = flat[i];
-        if (typeof v !== "number" || !Number.isSafeInteger(v) || v < (info.min ?? -Infinity)) throw badElement(i);
+        if (typeof v !== "number" || !Number.isSafeInteger(v) || v < (info.min ?? -Infinity)) throw badElement(name, datatype, flat, i);
         arr[i] = BigInt(v);
       }
       break;
@@ -228,7 +231,7 @@ export function tensorFromJsonData(name: string, datatype: Datatype, shape: numb
         const v = flat[i];
         if (typeof v === "boolean") arr[i] = v ? 1 : 0;
         else if (v === 0 || v === 1) arr[i] = v;
-        else throw badElement(i);
+        else throw badElement(name, datatype, flat, i);
       }
       break;
     }

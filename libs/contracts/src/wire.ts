@@ -18,17 +18,60 @@ export interface WireTensorMeta {
   byteLength: number;
 }
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const align8 = (n: number): number => (n + 7) & ~7;
 
 /** The header of a message: [u32 LE: meta length][meta][padding to 8]. */
 function wireHead(tensors: readonly Tensor[], extra: Record<string, unknown>): Uint8Array {
-  const metas: WireTensorMeta[] = tensors.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, byteLength: t.data.byteLength }));
-  const metaBytes = encoder.encode(JSON.stringify({ ...extra, tensors: metas }));
-  const head = new Uint8Array(align8(4 + metaBytes.length));
-  new DataView(head.buffer).setUint32(0, metaBytes.length, true);
-  head.set(metaBytes, 4);
+  return headOf(metaJson(JSON.stringify(extra), tensors));
+}
+
+/** The meta `{...fields, tensors: [{name, datatype, shape, byteLength}…]}` as JSON, from the fields' JSON (an object's). */
+function metaJson(fieldsJson: string, tensors: readonly Tensor[]): string {
+  if (fieldsJson.includes('"tensors":')) return JSON.stringify({ ...(JSON.parse(fieldsJson) as object), tensors: tensorsOf(tensors) });
+  return fieldsJson.length > 2 ? `${fieldsJson.slice(0, -1)},"tensors":${tensorsJson(tensors)}}` : `{"tensors":${tensorsJson(tensors)}}`;
+}
+
+/**
+ * The `tensors` list of the last header made, and its JSON: the answers of a variant (of one batch
+ * above all) list the same outputs with the same shapes, so it is serialised once, not per answer
+ * (issue 14: the executor's reply headers were 5-8% of its CPU on the tiny model).
+ */
+let lastTensors: WireTensorMeta[] = [];
+let lastTensorsJson = "[]";
+
+function tensorsJson(tensors: readonly Tensor[]): string {
+  if (!sameTensorMetas(lastTensors, tensors)) {
+    lastTensors = tensorsOf(tensors);
+    lastTensorsJson = JSON.stringify(lastTensors);
+  }
+  return lastTensorsJson;
+}
+
+const tensorsOf = (tensors: readonly Tensor[]): WireTensorMeta[] => tensors.map((t) => ({ name: t.name, datatype: t.datatype, shape: [...t.shape], byteLength: t.data.byteLength }));
+
+function sameTensorMetas(metas: readonly WireTensorMeta[], tensors: readonly Tensor[]): boolean {
+  if (metas.length !== tensors.length) return false;
+  for (let i = 0; i < metas.length; i++) {
+    const m = metas[i] as WireTensorMeta;
+    const t = tensors[i] as Tensor;
+    if (m.name !== t.name || m.datatype !== t.datatype || m.byteLength !== t.data.byteLength || m.shape.length !== t.shape.length) return false;
+    for (let d = 0; d < m.shape.length; d++) if (m.shape[d] !== t.shape[d]) return false;
+  }
+  return true;
+}
+
+/**
+ * [u32 LE: length][meta][zeros to 8] for a meta's JSON. A small header is carved from Node's shared
+ * pool (Buffer.allocUnsafe: no allocation of its own, 8-aligned), the padding zeroed by hand.
+ */
+function headOf(metaJson: string): Uint8Array {
+  const length = Buffer.byteLength(metaJson);
+  const size = align8(4 + length);
+  const head = Buffer.allocUnsafe(size);
+  head.writeUInt32LE(length, 0);
+  head.write(metaJson, 4, "utf8");
+  head.fill(0, 4 + length);
   return head;
 }
 
@@ -60,7 +103,20 @@ const PADDING = new Uint8Array(8);
  * output to the socket without being copied into a message first (libs/bus publishParts).
  */
 export function encodeTensorParts(tensors: readonly Tensor[], extra: Record<string, unknown> = {}): { parts: Uint8Array[]; byteLength: number } {
-  const head = wireHead(tensors, extra);
+  return partsAfter(wireHead(tensors, extra), tensors);
+}
+
+/**
+ * {@link encodeTensorParts} with the extra fields already serialised: `fieldsJson` is the JSON of an
+ * object of them (`{"a":1,"b":"x"}`, or "{}"), whose fields come before `tensors` in the meta, as
+ * encodeTensorParts(tensors, JSON.parse(fieldsJson)) would write them. For a sender that builds most
+ * of its meta once (the executor's answers, libs/executor answer-meta.ts).
+ */
+export function encodeTensorPartsWithFields(tensors: readonly Tensor[], fieldsJson: string): { parts: Uint8Array[]; byteLength: number } {
+  return partsAfter(headOf(metaJson(fieldsJson, tensors)), tensors);
+}
+
+function partsAfter(head: Uint8Array, tensors: readonly Tensor[]): { parts: Uint8Array[]; byteLength: number } {
   const parts: Uint8Array[] = [head];
   let byteLength = head.byteLength;
   for (const t of tensors) {
@@ -81,14 +137,45 @@ function malformed(why: string): ServeError {
   return new ServeError(ErrorCode.badRequest, `malformed binary tensor message: ${why}`);
 }
 
-/** Reads only the meta of a wire message (cheap: no tensor data is touched). */
-export function decodeWireMeta<M = Record<string, unknown>>(bytes: Uint8Array): { meta: M & { tensors: WireTensorMeta[] }; dataOffset: number } {
+/**
+ * The last wire meta decoded with it, by its bytes: a message whose meta is the same, byte for byte
+ * (a client's queries of one shape, without ids), is not parsed and checked again (issue 14: the
+ * executor parsed every query's meta, ~6% of its CPU on the tiny model). What it hands out is frozen,
+ * as every message that hits shares it.
+ */
+export class WireMetaCache {
+  private bytes: Uint8Array | undefined;
+  private meta: unknown;
+
+  /** The meta decoded last from exactly `metaBytes`, if any. */
+  get(metaBytes: Uint8Array): unknown {
+    const last = this.bytes;
+    if (!last || last.length !== metaBytes.length) return undefined;
+    for (let i = 0; i < last.length; i++) if (last[i] !== metaBytes[i]) return undefined;
+    return this.meta;
+  }
+
+  set(metaBytes: Uint8Array, meta: { tensors: WireTensorMeta[] }): void {
+    for (const t of meta.tensors) Object.freeze(Object.freeze(t).shape);
+    Object.freeze(Object.freeze(meta).tensors);
+    // A copy (a Buffer's slice() would be a view, keeping the whole message alive).
+    this.bytes = new Uint8Array(metaBytes);
+    this.meta = meta;
+  }
+}
+
+/** Reads only the meta of a wire message (cheap: no tensor data is touched). With a cache, the meta may be a shared, frozen object. */
+export function decodeWireMeta<M = Record<string, unknown>>(bytes: Uint8Array, cache?: WireMetaCache): { meta: M & { tensors: WireTensorMeta[] }; dataOffset: number } {
   if (bytes.length < 4) throw malformed("shorter than its header");
   const metaLength = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(0, true);
   if (4 + metaLength > bytes.length) throw malformed("meta runs past the end");
+  const metaBytes = bytes.subarray(4, 4 + metaLength);
+  const dataOffset = align8(4 + metaLength);
+  const known = cache?.get(metaBytes) as (M & { tensors: WireTensorMeta[] }) | undefined;
+  if (known) return { meta: known, dataOffset };
   let meta: M & { tensors: WireTensorMeta[] };
   try {
-    meta = JSON.parse(decoder.decode(bytes.subarray(4, 4 + metaLength)));
+    meta = JSON.parse(decoder.decode(metaBytes));
   } catch {
     throw malformed("meta is not JSON");
   }
@@ -98,11 +185,13 @@ export function decodeWireMeta<M = Record<string, unknown>>(bytes: Uint8Array): 
       throw malformed("a tensor entry lacks name, datatype, shape or byteLength");
     }
   }
-  return { meta, dataOffset: align8(4 + metaLength) };
+  cache?.set(metaBytes, meta);
+  return { meta, dataOffset };
 }
 
-export function decodeTensors<M = Record<string, unknown>>(bytes: Uint8Array): DecodedWire<M> {
-  const { meta, dataOffset } = decodeWireMeta<M>(bytes);
+/** The tensors of a wire message (views of `bytes` where aligned). With a cache ({@link WireMetaCache}), the meta and the tensors' shapes may be shared, frozen. */
+export function decodeTensors<M = Record<string, unknown>>(bytes: Uint8Array, cache?: WireMetaCache): DecodedWire<M> {
+  const { meta, dataOffset } = decodeWireMeta<M>(bytes, cache);
   let offset = dataOffset;
   const tensors: Tensor[] = [];
   for (const t of meta.tensors) {
@@ -113,4 +202,15 @@ export function decodeTensors<M = Record<string, unknown>>(bytes: Uint8Array): D
     offset += align8(t.byteLength);
   }
   return { meta, tensors };
+}
+
+/**
+ * `bytes`, or a copy of them that starts 8-aligned when they do not. The tensors of a wire message
+ * (and the queries of a coalesced one) are 8-aligned within it, so in a message that starts aligned
+ * they are read in place: one copy of a misaligned message instead of one per tensor (a fresh
+ * allocation each, in viewOf).
+ */
+export function alignedTo8(bytes: Uint8Array): Uint8Array {
+  // new Uint8Array(bytes) copies (a Buffer's slice() would be a view of the same bytes).
+  return bytes.byteOffset % 8 === 0 ? bytes : new Uint8Array(bytes);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { encodeTensors, encodeTensorParts, decodeTensors, decodeWireMeta, ServeError } from "../src/index.js";
+import { encodeTensors, encodeTensorParts, encodeTensorPartsWithFields, concatParts, decodeTensors, decodeWireMeta, alignedTo8, WireMetaCache, ServeError } from "../src/index.js";
 
 describe("wire", () => {
   it("wire - round-trips tensors of several datatypes with extra meta", () => {
@@ -70,5 +70,55 @@ describe("wire", () => {
       expect(err).toBeInstanceOf(ServeError);
       expect((err as ServeError).code).toBe("bad_request");
     }
+  });
+  it("wire - encodeTensorPartsWithFields writes the bytes encodeTensorParts writes for the same fields", () => {
+    const tensors = [
+      { name: "logits", datatype: "FP32" as const, shape: [1, 10], data: new Float32Array(10).fill(0.5) },
+      { name: "label", datatype: "INT64" as const, shape: [1], data: new BigInt64Array([7n]) },
+    ];
+    const cases: Array<Record<string, unknown>> = [{}, { id: "q-ü" }, { a: 1, b: { c: [1, null] }, d: undefined }, { tensors: "a field named tensors", x: 1 }];
+    for (const extra of cases) {
+      const want = encodeTensors(tensors, extra);
+      const { parts, byteLength } = encodeTensorPartsWithFields(tensors, JSON.stringify(extra));
+      expect(Buffer.from(concatParts(parts, byteLength)).equals(Buffer.from(want))).toBe(true);
+      // Another shape between two answers: the tensors' list is not taken from the last one.
+      const other = [{ name: "logits", datatype: "FP32" as const, shape: [2, 5], data: new Float32Array(10) }];
+      expect(decodeWireMeta(encodeTensors(other, extra)).meta.tensors[0]!.shape).toEqual([2, 5]);
+    }
+    // A field named tensors is replaced by the list, as {...extra, tensors} does.
+    expect(decodeWireMeta(encodeTensors(tensors, { tensors: "x" })).meta.tensors).toHaveLength(2);
+  });
+
+  it("wire - a WireMetaCache hands out the meta of the same bytes again, frozen, and parses other bytes anew", () => {
+    const cache = new WireMetaCache();
+    const one = encodeTensors([{ name: "x", datatype: "FP32", shape: [1, 2], data: new Float32Array([1, 2]) }]);
+    const a = decodeTensors(one, cache);
+    const b = decodeTensors(new Uint8Array(one), cache);
+    expect(b.meta).toBe(a.meta);
+    expect(Object.isFrozen(b.tensors[0]!.shape)).toBe(true);
+    expect(Array.from(b.tensors[0]!.data as Float32Array)).toEqual([1, 2]);
+    const other = decodeTensors(encodeTensors([{ name: "x", datatype: "FP32", shape: [1, 3], data: new Float32Array([1, 2, 3]) }], { id: "q" }), cache);
+    expect(other.meta).not.toBe(a.meta);
+    expect(other.tensors[0]!.shape).toEqual([1, 3]);
+    // A cached meta does not spare the checks of the data: a truncated message still fails.
+    expect(() => decodeTensors(one.subarray(0, one.length - 4), cache)).toThrow("runs past the end");
+    // Malformed metas are never cached.
+    const bad = new Uint8Array(16);
+    new DataView(bad.buffer).setUint32(0, 4, true);
+    bad.set([123, 125, 32, 32], 4);
+    expect(() => decodeWireMeta(bad, cache)).toThrow("meta has no tensors list");
+    expect(() => decodeWireMeta(bad, cache)).toThrow("meta has no tensors list");
+  });
+
+  it("wire - alignedTo8: an aligned message as it is, a misaligned one copied to an aligned start", () => {
+    const bytes = encodeTensors([{ name: "x", datatype: "FP32", shape: [3], data: new Float32Array([1, 2, 3]) }]);
+    expect(alignedTo8(bytes)).toBe(bytes);
+    const slab = Buffer.alloc(bytes.length + 8);
+    slab.set(bytes, 3);
+    const view = slab.subarray(3, 3 + bytes.length);
+    const copy = alignedTo8(view);
+    expect(copy.byteOffset % 8).toBe(0);
+    expect(copy.buffer).not.toBe(slab.buffer);
+    expect(Array.from(decodeTensors(copy).tensors[0]!.data as Float32Array)).toEqual([1, 2, 3]);
   });
 });

@@ -2,6 +2,8 @@ import { AckPolicy, DeliverPolicy, type Consumer, type JsMsg, type ConsumerMessa
 import {
   ErrorCode,
   ServeError,
+  WireMetaCache,
+  alignedTo8,
   decodeCoalesced,
   decodeTensors,
   headers,
@@ -19,6 +21,7 @@ import type { BackendHealth, ModelBackend } from "./backend.js";
 import { WindowStats } from "./stats.js";
 import { RecentSequences } from "./redeliveries.js";
 import type { QueryMetrics } from "./metrics.js";
+import { batchAnswerFields } from "./answer-meta.js";
 
 /**
  * One loaded variant on a worker: pulls queries from the variant's JetStream queue (the durable
@@ -128,6 +131,8 @@ export class VariantInstance {
   private idleSinceMs: number;
   /** What this instance costs per second (its share of the hardware), for per-query cost. */
   private readonly pricePerS: number;
+  /** The last query meta read (a client's queries of one shape share it): not parsed again. */
+  private readonly metaCache = new WireMetaCache();
 
   /** The variant's record: as loaded, then with the accuracy and profile of {@link takeProfile}. */
   private record: VariantRecord;
@@ -288,7 +293,9 @@ export class VariantInstance {
           // Several queries in one message (libs/contracts coalesced.ts): each joins the batching alone.
           let queries: CoalescedQuery[];
           try {
-            queries = decodeCoalesced(msg.data);
+            // Read from an 8-aligned copy if the message is not: its queries' tensors are views
+            // then, instead of one copy (an allocation) per query in decodeTensors.
+            queries = decodeCoalesced(alignedTo8(msg.data));
           } catch (err) {
             this.log.error({ err, variant: this.variant.name, seq: msg.seq }, "a coalesced queue message could not be read: dropped");
             msg.term();
@@ -406,7 +413,7 @@ export class VariantInstance {
         continue;
       }
       try {
-        const decoded = decodeTensors<{ id?: string }>(p.data);
+        const decoded = decodeTensors<{ id?: string }>(p.data, this.metaCache);
         live.push({ p, inputs: decoded.tensors, requestId, id: typeof decoded.meta.id === "string" ? decoded.meta.id : requestId });
       } catch (err) {
         this.fail(p, replyTo, err, requestId);
@@ -437,7 +444,9 @@ export class VariantInstance {
     this.stats.recordBatch(runMs, live.length, profiled ? profiledLatencyAt(profiled, live.length) : runMs);
     const m = this.metrics;
     m?.batchSize.observe(live.length);
-    const costPerQuery = (this.pricePerS * runMs) / 1000 / live.length;
+    const inferenceMs = Math.round(runMs * 1000) / 1000;
+    const v = this.variant;
+    const answerFields = batchAnswerFields({ model: v.model, variant: v.name, hardware: this.worker.hardware, accuracy: v.accuracy, worker: this.worker.id, batchSize: live.length, inferenceMs, costDollars: (this.pricePerS * runMs) / 1000 / live.length });
     live.forEach((l, i) => {
       const out = outputs[i];
       const h = l.p.headers;
@@ -453,7 +462,7 @@ export class VariantInstance {
       const timing = {
         queue: Math.max(0, started - l.p.queuedAtMs - batchWait),
         batch_wait: batchWait,
-        inference: Math.round(runMs * 1000) / 1000,
+        inference: inferenceMs,
         total: finished - receivedAt,
       };
       const slo = Number(h.get(headers.sloLatencyMs));
@@ -466,16 +475,8 @@ export class VariantInstance {
         m.total.observe(timing.total / 1000);
         if (slo > 0) (timing.total > slo ? m.sloMissed : m.sloMet).inc();
       }
-      const extra = {
-        model_name: this.variant.model,
-        model_version: "1",
-        id: l.id,
-        // deliveries: 1, or more when JetStream redelivered the query (a replica holding it died or stalled past the ack wait).
-        served_by: { model: this.variant.model, variant: this.variant.name, hardware: this.worker.hardware, accuracy: this.variant.accuracy, worker: this.worker.id, batch_size: live.length, deliveries: l.p.carrier.msg.info.deliveryCount },
-        timing_ms: timing,
-        cost_dollars: costPerQuery,
-      };
-      if (replyTo) replyInference(this.bus.nc, replyTo, out, extra, { json: h.get(headers.accept) === "json", requestId: l.requestId });
+      // served_by.deliveries: 1, or more when JetStream redelivered the query (a replica holding it died or stalled past the ack wait).
+      if (replyTo) replyInference(this.bus.nc, replyTo, out, answerFields(l.id, l.p.carrier.msg.info.deliveryCount, timing), { json: h.get(headers.accept) === "json", requestId: l.requestId });
       this.settle(l.p);
       this.stats.served++;
       if (this.log.isLevelEnabled("debug")) this.log.debug({ requestId: l.requestId, batch: live.length, timing }, "query served");

@@ -1,4 +1,4 @@
-import { BATCH_SIZE_BUCKETS, LATENCY_BUCKETS_SECONDS, client } from "@sloserve/metrics";
+import { BATCH_SIZE_BUCKETS, LATENCY_BUCKETS_SECONDS, boundCounter, boundHistogram, client, type BoundCounter, type BoundHistogram } from "@sloserve/metrics";
 import type { VariantRecord, WorkerReport } from "@sloserve/contracts";
 
 /**
@@ -7,21 +7,22 @@ import type { VariantRecord, WorkerReport } from "@sloserve/contracts";
  * report) queue lengths, variant instances by state and the worker's threads and memory.
  *
  * The query path touches only children bound once per variant instance ({@link QueryMetrics}): a
- * counter increment or a histogram observation per query, no label set built per query.
+ * counter increment or a histogram observation per query, no label set built or hashed per query
+ * (libs/metrics bound.ts).
  */
 
 /** The series one variant instance records into, bound to its model and variant. */
 export interface QueryMetrics {
-  ok: client.Counter.Internal;
-  error: client.Counter.Internal;
-  shed: client.Counter.Internal;
-  sloMet: client.Counter.Internal;
-  sloMissed: client.Counter.Internal;
-  queue: client.Histogram.Internal<string>;
-  batchWait: client.Histogram.Internal<string>;
-  inference: client.Histogram.Internal<string>;
-  total: client.Histogram.Internal<string>;
-  batchSize: client.Histogram.Internal<string>;
+  ok: BoundCounter;
+  error: BoundCounter;
+  shed: BoundCounter;
+  sloMet: BoundCounter;
+  sloMissed: BoundCounter;
+  queue: BoundHistogram;
+  batchWait: BoundHistogram;
+  inference: BoundHistogram;
+  total: BoundHistogram;
+  batchSize: BoundHistogram;
 }
 
 export class ExecutorMetrics {
@@ -57,17 +58,19 @@ export class ExecutorMetrics {
     if (!m) {
       const model = variant.model;
       const name = variant.name;
+      const query = (outcome: string): BoundCounter => boundCounter(this.queries, { model, variant: name, outcome });
+      const phase = (p: string): BoundHistogram => boundHistogram(this.duration, { model, variant: name, phase: p });
       m = {
-        ok: this.queries.labels(model, name, "ok"),
-        error: this.queries.labels(model, name, "error"),
-        shed: this.queries.labels(model, name, "shed"),
-        sloMet: this.slo.labels(model, name, "met"),
-        sloMissed: this.slo.labels(model, name, "missed"),
-        queue: this.duration.labels(model, name, "queue"),
-        batchWait: this.duration.labels(model, name, "batch_wait"),
-        inference: this.duration.labels(model, name, "inference"),
-        total: this.duration.labels(model, name, "total"),
-        batchSize: this.batchSize.labels(model, name),
+        ok: query("ok"),
+        error: query("error"),
+        shed: query("shed"),
+        sloMet: boundCounter(this.slo, { model, variant: name, result: "met" }),
+        sloMissed: boundCounter(this.slo, { model, variant: name, result: "missed" }),
+        queue: phase("queue"),
+        batchWait: phase("batch_wait"),
+        inference: phase("inference"),
+        total: phase("total"),
+        batchSize: boundHistogram(this.batchSize, { model, variant: name }),
       };
       this.bound.set(variant.name, m);
     }

@@ -19,15 +19,16 @@ export async function runConcatenated(
     for (const q of queries) out.push(await run(q, false));
     return out;
   }
-  const groups = new Map<string, number[]>();
+  // Groups of queries with the same trailing dimensions (each compared with its group's first query:
+  // no key string built per query; a batch is most often one group).
+  const groups: number[][] = [];
   queries.forEach((q, i) => {
-    const k = inputs.map((spec) => q.find((t) => t.name === spec.name)?.shape.slice(1).join("x") ?? "?").join("|");
-    const g = groups.get(k);
+    const g = groups.find((indices) => sameTrailingShapes(queries[indices[0] as number] as readonly Tensor[], q, inputs));
     if (g) g.push(i);
-    else groups.set(k, [i]);
+    else groups.push([i]);
   });
   const results: Tensor[][] = new Array(queries.length);
-  for (const indices of groups.values()) {
+  for (const indices of groups) {
     if (indices.length === 1) {
       const i = indices[0] as number;
       results[i] = await run(queries[i] as Tensor[], false);
@@ -49,16 +50,35 @@ export async function runConcatenated(
       feeds.push({ name: spec.name, datatype: spec.datatype, data, shape });
     }
     const out = await run(feeds, true);
+    const tails = out.map((t) => t.shape.slice(1));
+    const rowSizes = tails.map(elementCount);
     let row = 0;
     indices.forEach((qi, k) => {
       const n = rows[k] as number;
-      results[qi] = out.map((t) => {
-        const rowSize = elementCount(t.shape.slice(1));
+      results[qi] = out.map((t, j) => {
+        const rowSize = rowSizes[j] as number;
         const data = (t.data as Float32Array).subarray(row * rowSize, (row + n) * rowSize);
-        return { name: t.name, datatype: t.datatype, shape: [n, ...t.shape.slice(1)], data } as Tensor;
+        return { name: t.name, datatype: t.datatype, shape: [n, ...(tails[j] as number[])], data } as Tensor;
       });
       row += n;
     });
   }
   return results;
+}
+
+/**
+ * Whether two queries' inputs (by the model's input names) have the same dimensions after the first;
+ * a missing input compares equal only to a missing one (such queries run together, and fail together
+ * as the engine finds the input missing, as they did when grouped by a key string).
+ */
+function sameTrailingShapes(a: readonly Tensor[], b: readonly Tensor[], inputs: readonly TensorSpec[]): boolean {
+  if (a === b) return true;
+  for (const spec of inputs) {
+    const x = a.find((t) => t.name === spec.name)?.shape;
+    const y = b.find((t) => t.name === spec.name)?.shape;
+    if (x === y) continue;
+    if (!x || !y || x.length !== y.length) return false;
+    for (let d = 1; d < x.length; d++) if (x[d] !== y[d]) return false;
+  }
+  return true;
 }

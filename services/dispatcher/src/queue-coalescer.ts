@@ -9,8 +9,9 @@ import type { QueuePublisher } from "./queue-publisher.js";
  * pull, ack: about as costly for 8 small queries as for one) is paid per message, not per query.
  *
  * It never waits on a timer: a query is published at the next turn of the event loop (setImmediate)
- * with what else arrived for its variant in the same turn, or, while the variant's previous publish
- * awaits its acknowledgement, when that acknowledgement comes, with what arrived meanwhile. A message
+ * with what else arrived for its variant in the same turn, or, while {@link COALESCE_IN_FLIGHT} of
+ * the variant's publishes await their acknowledgements, when the first of those comes, with what
+ * arrived meanwhile. A message
  * holds at most the variant's max batch of queries and {@link COALESCED_MAX_BYTES}; a query of
  * {@link ALIGN_FROM_BYTES} or more is published alone as before (its tensors are read in place by
  * the executor: libs/bus outbound.ts), and so is a query found alone.
@@ -24,8 +25,14 @@ import type { QueuePublisher } from "./queue-publisher.js";
 export const COALESCED_MAX_BYTES = 64 * 1024;
 /** What a query's headers add to a coalesced message, at most (for the byte limit). */
 const HEADERS_BYTES = 512;
-/** Publishes per variant awaiting their acknowledgement at once; queries arriving beyond wait for one to come back. */
-export const COALESCE_IN_FLIGHT = 1;
+/**
+ * Publishes per variant awaiting their acknowledgement at once; queries arriving beyond wait for one to
+ * come back. The messages of one turn go out in one socket write: with 1, every acknowledgement
+ * released one message and its own write (a loopback syscall in the dispatcher and a read in
+ * nats-server per message). Measured side by side (bench/README.md, "Publishes in flight"): 4 takes
+ * ~25% of the dispatcher's CPU per query out on the tiny model.
+ */
+export const COALESCE_IN_FLIGHT = 4;
 
 interface Item {
   payload: Uint8Array;

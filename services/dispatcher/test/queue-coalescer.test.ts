@@ -3,7 +3,7 @@ import type { PubAck } from "@nats-io/jetstream";
 import type { MsgHdrs } from "@nats-io/transport-node";
 import { decodeCoalesced, encodeTensors, headers, type Clock } from "@sloserve/contracts";
 import { ALIGN_FROM_BYTES } from "@sloserve/bus";
-import { COALESCED_MAX_BYTES, QueueCoalescer } from "../src/queue-coalescer.js";
+import { COALESCED_MAX_BYTES, COALESCE_IN_FLIGHT, QueueCoalescer } from "../src/queue-coalescer.js";
 import type { QueuePublisher } from "../src/queue-publisher.js";
 
 /** A queue that records what is published and acknowledges each publish when told to. */
@@ -39,7 +39,7 @@ describe("queue coalescing (dispatcher)", () => {
     expect(await done).toBe(1);
   });
 
-  it("coalescing - queries of one turn, and those arriving while its publish is unacknowledged, share messages of at most a batch", async () => {
+  it("coalescing - queries of one turn share a message of at most a batch; past the publishes in flight, those arriving wait for an ack and go together", async () => {
     const q = new FakeQueue();
     const c = new QueueCoalescer(q, clock, true);
     const first = Array.from({ length: 3 }, (_, i) => c.publish("q.v", 4, payload(i), { msgID: `m${i}`, deadlineMs: 5_000 + i, fields: fields(i) }));
@@ -52,19 +52,27 @@ describe("queue coalescing (dispatcher)", () => {
     expect(queries.map((x) => x.headers[headers.replyTo])).toEqual(["_INBOX.0", "_INBOX.1", "_INBOX.2"]);
     expect(queries.map((x) => x.headers[headers.sloLatencyMs])).toEqual([undefined, undefined, undefined]);
     queries.forEach((x, i) => expect(x.payload).toEqual(payload(i)));
-    // Six more while it is in flight: nothing goes until its ack, then a batch (4) and the rest.
+    // Single queries in later turns go at once while fewer than COALESCE_IN_FLIGHT await their acks.
+    const singles: Array<Promise<number>> = [];
+    for (let i = 1; i < COALESCE_IN_FLIGHT; i++) {
+      singles.push(c.publish("q.v", 4, payload(20 + i), { msgID: `s${i}`, deadlineMs: 6_000, fields: fields(20 + i) }));
+      await turn();
+      expect(q.sent).toHaveLength(1 + i);
+    }
+    // Six more while all are in flight: nothing goes until an ack, then a batch (4), then the rest.
     const more = Array.from({ length: 6 }, (_, i) => c.publish("q.v", 4, payload(10 + i), { msgID: `n${i}`, deadlineMs: 6_000, fields: fields(10 + i) }));
     await turn();
-    expect(q.sent).toHaveLength(1);
+    expect(q.sent).toHaveLength(COALESCE_IN_FLIGHT);
     m.ack();
     await Promise.all(first);
     await turn();
-    expect(q.sent.map((s) => s.headers.get(headers.queries))).toEqual(["3", "4"]);
+    expect(q.sent.slice(COALESCE_IN_FLIGHT).map((s) => s.headers.get(headers.queries))).toEqual(["4"]);
     q.sent[1]!.ack();
     await turn();
     await turn();
-    expect(q.sent.map((s) => s.headers.get(headers.queries))).toEqual(["3", "4", "2"]);
-    q.sent[2]!.ack();
+    expect(q.sent.slice(COALESCE_IN_FLIGHT).map((s) => s.headers.get(headers.queries))).toEqual(["4", "2"]);
+    for (const s of q.sent.slice(2)) s.ack();
+    expect(await Promise.all(singles)).toEqual(singles.map(() => 1));
     expect(await Promise.all(more)).toEqual([1, 1, 1, 1, 1, 1]);
   });
 
@@ -78,9 +86,9 @@ describe("queue coalescing (dispatcher)", () => {
     for (let i = 0; i < 4; i++) void c.publish("q.w", 8, payload(i, ALIGN_FROM_BYTES - 100).subarray(0, size), { msgID: `w${i}`, deadlineMs: 5_000, fields: fields(i) });
     await turn();
     const w = q.sent.slice(1);
-    expect(w).toHaveLength(1);
-    expect(Number(w[0]!.headers.get(headers.queries))).toBeLessThan(4);
-    expect(w[0]!.data.byteLength).toBeLessThanOrEqual(COALESCED_MAX_BYTES);
+    expect(w.length).toBeGreaterThan(1);
+    expect(w.map((m) => Number(m.headers.get(headers.queries) || 1)).reduce((a, b) => a + b, 0)).toBe(4);
+    for (const m of w) expect(m.data.byteLength).toBeLessThanOrEqual(COALESCED_MAX_BYTES);
 
     const off = new FakeQueue();
     const o = new QueueCoalescer(off, clock, false);
@@ -93,18 +101,25 @@ describe("queue coalescing (dispatcher)", () => {
     const c = new QueueCoalescer(q, { now: () => Date.now() }, true);
     const first = c.publish("q.v", 8, payload(0), { msgID: "m0", deadlineMs: Date.now() + 60_000, fields: fields(0) });
     await turn();
+    // As many publishes in flight as allowed, then one more query: it waits.
+    const fillers: Array<Promise<number>> = [];
+    for (let i = 1; i < COALESCE_IN_FLIGHT; i++) {
+      fillers.push(c.publish("q.v", 8, payload(10 + i), { msgID: `f${i}`, deadlineMs: Date.now() + 60_000, fields: fields(10 + i) }));
+      await turn();
+    }
     const later = c.publish("q.v", 8, payload(1), { msgID: "m1", deadlineMs: Date.now() + 60_000, fields: fields(1) });
     await turn();
-    expect(q.sent).toHaveLength(1);
+    expect(q.sent).toHaveLength(COALESCE_IN_FLIGHT);
     q.sent[0]!.fail(Object.assign(new Error("jetstream is not enabled"), { name: "JetStreamNotEnabled" }));
     await new Promise((r) => setTimeout(r, 20));
     // m1 went while m0 waits to be tried again.
-    expect(q.sent.map((s) => s.msgID)).toEqual(["m0", "m1"]);
-    q.sent[1]!.ack();
+    expect(q.sent.map((s) => s.msgID)).toEqual(["m0", ...fillers.map((_, i) => `f${i + 1}`), "m1"]);
+    for (const s of q.sent.slice(1)) s.ack();
     expect(await later).toBe(1);
-    await until(() => q.sent.length === 3);
-    expect(q.sent[2]!.msgID).toBe("m0");
-    q.sent[2]!.ack();
+    expect(await Promise.all(fillers)).toEqual(fillers.map(() => 1));
+    await until(() => q.sent.length === COALESCE_IN_FLIGHT + 2);
+    expect(q.sent[COALESCE_IN_FLIGHT + 1]!.msgID).toBe("m0");
+    q.sent[COALESCE_IN_FLIGHT + 1]!.ack();
     expect(await first).toBe(2);
   });
 

@@ -55,26 +55,61 @@ export interface FrontendDeps {
   auth?: { authenticator: Authenticator; keys: ApiKeyStore } | undefined;
 }
 
+/** What a request's logger holds until pino's child is made ({@link childOnFirstUse}). */
+interface LazyChild {
+  parent: FastifyBaseLogger;
+  bindings: Parameters<FastifyBaseLogger["child"]>[0];
+  options: Parameters<FastifyBaseLogger["child"]>[1];
+  child: object | undefined;
+}
+
+/** The key under which a request's logger answers with its {@link LazyChild}. */
+const LAZY_STATE = Symbol("lazy child logger");
+
+const childOf = (state: LazyChild): object => (state.child ??= state.parent.child(state.bindings, state.options));
+
+/**
+ * A logger method before the child is made, one per method name for every request: it finds its
+ * request's logger through `this` (a pino method is called on its logger as well: pino's own use `this`).
+ */
+const lazyMethods = new Map<PropertyKey, (this: Record<PropertyKey, unknown>, ...args: unknown[]) => unknown>();
+function lazyMethod(key: PropertyKey): (this: Record<PropertyKey, unknown>, ...args: unknown[]) => unknown {
+  let method = lazyMethods.get(key);
+  if (method === undefined) {
+    method = function (this: Record<PropertyKey, unknown>, ...args: unknown[]): unknown {
+      const child = childOf(this[LAZY_STATE] as LazyChild);
+      return (Reflect.get(child, key) as (...a: unknown[]) => unknown).apply(child, args);
+    };
+    lazyMethods.set(key, method);
+  }
+  return method;
+}
+
+/** Shared by every request's logger: a request costs its Proxy and its state, no closures (Fastify reads 7 methods of each to check it). */
+const lazyChildHandler: ProxyHandler<LazyChild> = {
+  get(state, key) {
+    if (key === LAZY_STATE) return state;
+    if (state.child === undefined && typeof Reflect.get(state.parent, key) === "function") return lazyMethod(key);
+    const value: unknown = Reflect.get(childOf(state), key);
+    return typeof value === "function" ? value.bind(state.child) : value;
+  },
+  set: (state, key, value) => Reflect.set(childOf(state), key, value),
+  // `in` and the prototype answer as the logger's would (the parent's until the child is made).
+  has: (state, key) => Reflect.has(state.child ?? state.parent, key),
+  getPrototypeOf: (state) => Reflect.getPrototypeOf(state.child ?? state.parent),
+};
+
 /**
  * A request's logger (Fastify makes one per request, with its `reqId` bound) that becomes pino's child
  * logger when the request first uses it: a query logs nothing unless it fails, and pino's child, with
  * the redaction of secrets this logger has (libs/bus log.ts), ran the redaction over the bindings of
  * every request (bench/README.md, "HTTP frontend CPU"). Anything read from it (a method, a field)
- * is the child's, made then; its methods are known from the parent without making it.
+ * is the child's, made then; its methods are known from the parent without making it, and are shared
+ * by every request (session 9: a closure per method read, with Fastify's check of 7 methods, read
+ * twice each, cost 2.4 µs per request, 3% of the frontend's CPU under HTTP load; bench/README.md, "HTTP frontend CPU, again").
  */
 export function childOnFirstUse(parent: FastifyBaseLogger, bindings: Parameters<FastifyBaseLogger["child"]>[0], options: Parameters<FastifyBaseLogger["child"]>[1]): FastifyBaseLogger {
-  let child: object | undefined;
-  const made = (): object => (child ??= parent.child(bindings, options));
-  return new Proxy(parent, {
-    get(target, key) {
-      if (child === undefined && typeof Reflect.get(target, key) === "function") {
-        return (...args: unknown[]) => (Reflect.get(made(), key) as (...a: unknown[]) => unknown).apply(child, args);
-      }
-      const value: unknown = Reflect.get(made(), key);
-      return typeof value === "function" ? value.bind(child) : value;
-    },
-    set: (_target, key, value) => Reflect.set(made(), key, value),
-  });
+  return new Proxy<LazyChild>({ parent, bindings, options, child: undefined }, lazyChildHandler) as unknown as FastifyBaseLogger;
 }
 
 function sendError(reply: FastifyReply, err: ServeError): FastifyReply {
@@ -153,7 +188,6 @@ export async function buildApp(deps: FrontendDeps) {
     done();
   });
 
-  await app.register(multipart, { limits: { fileSize: options.maxModelBytes, files: 2, fields: 8 } });
   app.addContentTypeParser("application/octet-stream", { parseAs: "buffer", bodyLimit: options.maxModelBytes }, (_req, body, done) => done(null, body));
 
   app.setErrorHandler((err: FastifyError | ServeError, req, reply) => {
@@ -209,49 +243,54 @@ export async function buildApp(deps: FrontendDeps) {
 
   // Registration: the ONNX binary as the body (application/octet-stream), or multipart/form-data
   // with parts `model` (file), `validation` (file: binary tensors or JSON), `task`, `dataset`,
-  // `profile_shape` (JSON, e.g. {"x": [3, 48, 320]}).
-  app.post<{ Params: { app: string; model: string }; Querystring: { task?: string; dataset?: string; profile_shape?: string } }>("/v1/apps/:app/models/:model", async (req, reply) => {
-    checkName("app", req.params.app);
-    checkName("model", req.params.model);
-    const form: { model?: Buffer; validation?: Buffer; task?: string; dataset?: string; profile_shape?: string } = { ...req.query };
-    if (req.isMultipart()) {
-      for await (const part of req.parts()) {
-        if (part.type === "file") {
-          if (part.fieldname !== "model" && part.fieldname !== "validation") throw new ServeError(ErrorCode.badRequest, `unexpected file part '${part.fieldname}'; send 'model' and optionally 'validation'`);
-          form[part.fieldname] = await part.toBuffer();
-        } else if (["task", "dataset", "profile_shape"].includes(part.fieldname)) {
-          (form as Record<string, unknown>)[part.fieldname] = String(part.value);
+  // `profile_shape` (JSON, e.g. {"x": [3, 48, 320]}). Multipart is this route's only: the plugin adds an
+  // async onRequest hook (a 'close' listener per request) and an async onResponse hook to every route
+  // of the scope it is registered in, which every query paid for (bench/README.md, "HTTP frontend CPU, again").
+  await app.register(async (uploads) => {
+    await uploads.register(multipart, { limits: { fileSize: options.maxModelBytes, files: 2, fields: 8 } });
+    uploads.post<{ Params: { app: string; model: string }; Querystring: { task?: string; dataset?: string; profile_shape?: string } }>("/v1/apps/:app/models/:model", async (req, reply) => {
+      checkName("app", req.params.app);
+      checkName("model", req.params.model);
+      const form: { model?: Buffer; validation?: Buffer; task?: string; dataset?: string; profile_shape?: string } = { ...req.query };
+      if (req.isMultipart()) {
+        for await (const part of req.parts()) {
+          if (part.type === "file") {
+            if (part.fieldname !== "model" && part.fieldname !== "validation") throw new ServeError(ErrorCode.badRequest, `unexpected file part '${part.fieldname}'; send 'model' and optionally 'validation'`);
+            form[part.fieldname] = await part.toBuffer();
+          } else if (["task", "dataset", "profile_shape"].includes(part.fieldname)) {
+            (form as Record<string, unknown>)[part.fieldname] = String(part.value);
+          }
+        }
+      } else if (Buffer.isBuffer(req.body)) {
+        form.model = req.body;
+      }
+      if (!form.model) throw new ServeError(ErrorCode.badRequest, "send the ONNX model as the body (Content-Type: application/octet-stream) or as the multipart part 'model'");
+      let profileShape: unknown;
+      if (form.profile_shape) {
+        try {
+          profileShape = JSON.parse(form.profile_shape);
+        } catch {
+          throw new ServeError(ErrorCode.badRequest, "profile_shape must be JSON, e.g. {\"x\": [3, 48, 320]}");
         }
       }
-    } else if (Buffer.isBuffer(req.body)) {
-      form.model = req.body;
-    }
-    if (!form.model) throw new ServeError(ErrorCode.badRequest, "send the ONNX model as the body (Content-Type: application/octet-stream) or as the multipart part 'model'");
-    let profileShape: unknown;
-    if (form.profile_shape) {
-      try {
-        profileShape = JSON.parse(form.profile_shape);
-      } catch {
-        throw new ServeError(ErrorCode.badRequest, "profile_shape must be JSON, e.g. {\"x\": [3, 48, 320]}");
+      const upload = `upload/${randomUUID()}`;
+      await bus.models.putBlob({ name: upload }, new Uint8Array(form.model));
+      let validationUpload: string | undefined;
+      if (form.validation) {
+        validationUpload = `upload/${randomUUID()}`;
+        await bus.models.putBlob({ name: validationUpload }, validationToWire(form.validation));
       }
-    }
-    const upload = `upload/${randomUUID()}`;
-    await bus.models.putBlob({ name: upload }, new Uint8Array(form.model));
-    let validationUpload: string | undefined;
-    if (form.validation) {
-      validationUpload = `upload/${randomUUID()}`;
-      await bus.models.putBlob({ name: validationUpload }, validationToWire(form.validation));
-    }
-    const answer = await bus.nc.request(
-      subjects.registerModel,
-      JSON.stringify({ model: req.params.model, app: req.params.app, task: form.task, dataset: form.dataset, upload, validationUpload, profileShape }),
-      { timeout: 120_000, headers: makeHeaders({ [headers.requestId]: req.id }) },
-    );
-    const failure = errorFromReply(answer.headers, answer.data);
-    if (failure) throw failure;
-    const result = answer.json<{ model: ModelRecord; variants: never[]; profileJobs: number }>();
-    catalog.applyRegistered(result.model, result.variants);
-    return reply.code(201).send({ ...describeModel(result.model, result.variants), profile_jobs: result.profileJobs });
+      const answer = await bus.nc.request(
+        subjects.registerModel,
+        JSON.stringify({ model: req.params.model, app: req.params.app, task: form.task, dataset: form.dataset, upload, validationUpload, profileShape }),
+        { timeout: 120_000, headers: makeHeaders({ [headers.requestId]: req.id }) },
+      );
+      const failure = errorFromReply(answer.headers, answer.data);
+      if (failure) throw failure;
+      const result = answer.json<{ model: ModelRecord; variants: never[]; profileJobs: number }>();
+      catalog.applyRegistered(result.model, result.variants);
+      return reply.code(201).send({ ...describeModel(result.model, result.variants), profile_jobs: result.profileJobs });
+    });
   });
 
   app.get<{ Params: { app: string } }>("/v1/apps/:app/models", async (req) => {

@@ -29,6 +29,11 @@ describe("child logger", () => {
     const log = childOnFirstUse(parent, { reqId: "r1" }, {});
     expect(typeof log.info).toBe("function"); // what Fastify checks of a logger: no child made for it
     expect(child).not.toHaveBeenCalled();
+    expect("info" in log).toBe(true); // as the parent answers, still without a child
+    expect(Object.getPrototypeOf(log)).toBe(Object.getPrototypeOf(parent));
+    const info = childOnFirstUse(parent, { reqId: "r0" }, {}).info;
+    expect(childOnFirstUse(parent, { reqId: "r9" }, {}).info).toBe(info); // one method for every request's logger
+    expect(child).not.toHaveBeenCalled();
     expect(log.level).toBe("info"); // a field: read from the child, made now
     expect(child).toHaveBeenCalledTimes(1);
     log.debug("not shown");
