@@ -156,6 +156,9 @@ export class WireMetaCache {
   }
 
   set(metaBytes: Uint8Array, meta: { tensors: WireTensorMeta[] }): void {
+    // A meta with a request id is its query's own: it would never be met again, and keeping it would
+    // cost every query of a client that sends ids a copy and a freeze for nothing.
+    if ("id" in meta) return;
     for (const t of meta.tensors) Object.freeze(Object.freeze(t).shape);
     Object.freeze(Object.freeze(meta).tensors);
     // A copy (a Buffer's slice() would be a view, keeping the whole message alive).

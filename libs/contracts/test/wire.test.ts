@@ -100,6 +100,9 @@ describe("wire", () => {
     const other = decodeTensors(encodeTensors([{ name: "x", datatype: "FP32", shape: [1, 3], data: new Float32Array([1, 2, 3]) }], { id: "q" }), cache);
     expect(other.meta).not.toBe(a.meta);
     expect(other.tensors[0]!.shape).toEqual([1, 3]);
+    // A meta with a request id is not kept: the last one without stays.
+    expect(Object.isFrozen(other.meta)).toBe(false);
+    expect(decodeTensors(one, cache).meta).toBe(a.meta);
     // A cached meta does not spare the checks of the data: a truncated message still fails.
     expect(() => decodeTensors(one.subarray(0, one.length - 4), cache)).toThrow("runs past the end");
     // Malformed metas are never cached.
