@@ -217,15 +217,18 @@ export async function connectBus(options: BusOptions): Promise<Bus> {
     void nc.closed().then(() => clearInterval(watch));
   }
   const js = jetstream(nc);
-  const jsm = await jetstreamManager(nc);
+  // No account check here: it is a request to the meta leader with the 5 s default, and on a cluster
+  // just formed (or several services starting at once) it can go unanswered; the retried set-up below
+  // makes that check with the longer timeout.
+  const jsm = await jetstreamManager(nc, { checkAPI: false });
   // Setting streams up, and the model bucket's transfers, get longer than the 5 s default: on a cluster
   // every change is a proposal to the meta group, and several services start at once. When services
   // create the same stream at once, nats-server 2.9 may not answer all of them: a timeout is retried
   // (the stream is then found and left as it is).
   const slow = { timeout: SETUP_TIMEOUT_MS };
-  const setup = await jetstreamManager(nc, slow);
   const objm = new Objm(jetstream(nc, slow));
   const models = await retryTimeouts(log, async () => {
+    const setup = await jetstreamManager(nc, slow);
     if (options.ensure !== false) await ensureStreams(setup, options.replicas);
     const bucket = await objm.create(MODEL_BUCKET, { storage: StorageType.File, replicas: options.replicas ?? 1 });
     if (options.ensure !== false && options.replicas !== undefined) await ensureBucketReplicas(setup, bucket, options.replicas);
