@@ -48,6 +48,28 @@ export function maxRatePerUnit(perSecondCounts: readonly number[], sampleS = 5, 
   return out;
 }
 
+/**
+ * Spreads a report's count over the epoch seconds its window [atMs − windowMs, atMs) covers, in
+ * proportion to the overlap: `[second, count share]` pairs. A report covers the time since the
+ * sender's previous one, which its timer stretches under load (a one-second timer fires late when the
+ * machine is busy, that is, in a burst); put whole on the second before `atMs`, a report of 1.2 s reads
+ * as a second at 1.2 × the rate, and a second its window skipped reads as empty (a live replay's
+ * forecaster saw 136 q/s in a burst whose busiest second of arrivals held 121, and the plan launched
+ * on it where the simulator, counting arrivals at their times, did not). A window ≤ 0 puts the count
+ * on the second before `atMs`.
+ */
+export function spreadOverSeconds(atMs: number, windowMs: number, count: number): Array<[second: number, count: number]> {
+  const endSecond = Math.floor((atMs - 1) / 1000);
+  if (!(windowMs > 0)) return [[endSecond, count]];
+  const startMs = atMs - windowMs;
+  const out: Array<[number, number]> = [];
+  for (let second = Math.floor(startMs / 1000); second <= endSecond; second++) {
+    const overlap = Math.min(atMs, (second + 1) * 1000) - Math.max(startMs, second * 1000);
+    if (overlap > 0) out.push([second, (count * overlap) / windowMs]);
+  }
+  return out;
+}
+
 /** Marks gap minutes (missing flag set) as NaN. */
 export function withGaps(values: readonly number[], missing: readonly boolean[]): number[] {
   return values.map((v, i) => (missing[i] ? NaN : v));

@@ -10,6 +10,12 @@
  * While a worker of that kind is still booting (or is being launched this tick as a replacement), no
  * second one is added (the booting one is the answer; VMs take 20-30 s to start).
  *
+ * Rules 1-3 read each worker over the last `readingTicks` ticks (INFaaS: 1, each 2 s poll): its
+ * utilisation is the mean of those ticks' readings, and it counts as Interfered or Overloaded only if
+ * it was at each of them. A worker up for fewer ticks is read over those it has. Two ticks (the live
+ * default, DESIGN §3) leave a burst of one tick to queueing and overflow: a worker launched for it
+ * boots after it is over and is billed for nothing it served.
+ *
  * Replace a worker whose heartbeat is older than `heartbeatTimeoutMs` (§7): a new one of the same kind,
  * with the variants the lost one ran (from the metadata store) to restore.
  *
@@ -42,6 +48,8 @@ export interface VmAutoscalerConfig {
   /** Per-kind overrides of the two limits above. @default {} */
   minWorkersByKind?: Readonly<Record<string, number>>;
   maxWorkersByKind?: Readonly<Record<string, number>>;
+  /** Ticks the utilisation, Interfered and Overloaded rules read (see the header). @default 1 */
+  readingTicks?: number;
 }
 
 export const DEFAULT_VM_AUTOSCALER_CONFIG: VmAutoscalerConfig = {
@@ -81,8 +89,23 @@ export interface PendingPlacement {
   count: number;
 }
 
+/**
+ * The vm-autoscaler service's `READING_TICKS` default, and the live replay's simulator's: two 2 s
+ * ticks (see the header; DESIGN §3).
+ */
+export const LIVE_READING_TICKS = 2;
+
+/** A worker's readings at its last ticks, oldest first (at most `readingTicks`). */
+export interface WorkerReadings {
+  utilization: number[];
+  interfered: boolean[];
+  overloaded: boolean[];
+}
+
 export interface VmAutoscalerState {
   idleSinceMs: Record<string, number>;
+  /** Per running worker, with `readingTicks` > 1. @default {} */
+  readings?: Record<string, WorkerReadings>;
 }
 
 export interface VmAutoscalerContext {
@@ -116,6 +139,7 @@ export function vmAutoscale(ctx: VmAutoscalerContext): VmAutoscalerResult {
   const prevIdle = ctx.state?.idleSinceMs ?? {};
   const idleSinceMs: Record<string, number> = {};
   const lost = new Set<string>();
+  const read = readWorkers(ctx.workers, cfg.readingTicks ?? 1, ctx.state?.readings);
 
   for (const w of ctx.workers) {
     if (!w.booting && ctx.nowMs - w.lastHeartbeatMs > cfg.heartbeatTimeoutMs) {
@@ -140,11 +164,12 @@ export function vmAutoscale(ctx: VmAutoscalerContext): VmAutoscalerResult {
     const maxWorkers = cfg.maxWorkersByKind?.[kind] ?? cfg.maxWorkersPerKind;
     const minWorkers = cfg.minWorkersByKind?.[kind] ?? cfg.minWorkersPerKind;
     const reasons: string[] = [];
-    if (up.length > 0 && up.every((w) => w.utilization > cfg.utilizationThreshold)) {
-      reasons.push(`utilisation above ${pct(cfg.utilizationThreshold)} on all ${up.length} ${kind} worker(s) (min ${pct(Math.min(...up.map((w) => w.utilization)))})`);
+    const over = read.ticks > 1 ? ` over the last ${read.ticks} ticks` : "";
+    if (up.length > 0 && up.every((w) => read.utilization(w) > cfg.utilizationThreshold)) {
+      reasons.push(`utilisation above ${pct(cfg.utilizationThreshold)} on all ${up.length} ${kind} worker(s)${over} (min ${pct(Math.min(...up.map((w) => read.utilization(w))))})`);
     }
-    if (up.length > 0 && up.every((w) => w.interfered)) reasons.push(`variants interfered on all ${up.length} ${kind} worker(s)`);
-    const overloaded = up.filter((w) => w.overloaded).length;
+    if (up.length > 0 && up.every((w) => read.interfered(w))) reasons.push(`variants interfered on all ${up.length} ${kind} worker(s)${over}`);
+    const overloaded = up.filter((w) => read.overloaded(w)).length;
     if (up.length > 0 && overloaded / up.length > cfg.overloadedFraction) {
       reasons.push(`${overloaded} of ${up.length} ${kind} workers (${pct(overloaded / up.length)} > ${pct(cfg.overloadedFraction)}) have overloaded variants`);
     }
@@ -179,5 +204,34 @@ export function vmAutoscale(ctx: VmAutoscalerContext): VmAutoscalerResult {
       });
     }
   }
-  return { decisions, state: { idleSinceMs } };
+  return { decisions, state: read.readings ? { idleSinceMs, readings: read.readings } : { idleSinceMs } };
+}
+
+/** The rules' view of each running worker over its last `ticks` readings (this tick's included). */
+function readWorkers(workers: readonly VmWorkerView[], ticks: number, prev: Record<string, WorkerReadings> | undefined) {
+  const n = Math.max(1, Math.floor(ticks));
+  if (n === 1) {
+    return { ticks: 1, readings: undefined, utilization: (w: VmWorkerView) => w.utilization, interfered: (w: VmWorkerView) => w.interfered, overloaded: (w: VmWorkerView) => w.overloaded };
+  }
+  const readings: Record<string, WorkerReadings> = {};
+  for (const w of workers) {
+    if (w.booting) continue;
+    const p = prev?.[w.name];
+    readings[w.name] = {
+      utilization: [...(p?.utilization ?? []), w.utilization].slice(-n),
+      interfered: [...(p?.interfered ?? []), w.interfered].slice(-n),
+      overloaded: [...(p?.overloaded ?? []), w.overloaded].slice(-n),
+    };
+  }
+  const of = (w: VmWorkerView): WorkerReadings => readings[w.name] ?? { utilization: [w.utilization], interfered: [w.interfered], overloaded: [w.overloaded] };
+  return {
+    ticks: n,
+    readings,
+    utilization: (w: VmWorkerView) => {
+      const u = of(w).utilization;
+      return u.reduce((a, b) => a + b, 0) / u.length;
+    },
+    interfered: (w: VmWorkerView) => of(w).interfered.every(Boolean),
+    overloaded: (w: VmWorkerView) => of(w).overloaded.every(Boolean),
+  };
 }

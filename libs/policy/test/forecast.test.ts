@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import {
-  fitHoltWinters, holtWinters, lastValueForecaster, maxRatePerUnit, seasonalNaive, withGaps, type Forecaster,
+  fitHoltWinters, holtWinters, lastValueForecaster, maxRatePerUnit, seasonalNaive, spreadOverSeconds, withGaps, type Forecaster,
 } from "../src/forecast.js";
 import { backtestPredictor } from "../src/forecast-backtest.js";
 import { predictorFromForecaster } from "../src/predictors.js";
@@ -109,5 +109,14 @@ describe("forecast", () => {
       expect(r.underProvisionRate).toBeGreaterThan(0.3);
       expect(r.underProvisionRate).toBeLessThan(0.7);
     }
+  });
+  it("forecast - spreadOverSeconds: a report's count over the seconds of its window, by overlap", () => {
+    expect(spreadOverSeconds(5000, 1000, 10)).toEqual([[4, 10]]);
+    // 1.5 s ending at 6.5 s: 1 s in second 5 (2/3 of the count), 0.5 s in second 6.
+    expect(spreadOverSeconds(6500, 1500, 30)).toEqual([[5, 20], [6, 10]]);
+    expect(spreadOverSeconds(6500, 0, 7)).toEqual([[6, 7]]);
+    const parts = spreadOverSeconds(12_345, 2_468, 99);
+    expect(parts.map(([s]) => s)).toEqual([9, 10, 11, 12]);
+    expect(parts.reduce((a, [, n]) => a + n, 0)).toBeCloseTo(99, 9);
   });
 });

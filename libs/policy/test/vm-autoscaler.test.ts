@@ -72,4 +72,31 @@ describe("vm-autoscaler", () => {
     const r = vmAutoscale({ nowMs: 600_000, workers: [w("g1", { serving: false })], config: { minWorkersPerKind: 1 }, state: { idleSinceMs: { g1: 0 } } });
     expect(r.decisions).toEqual([]);
   });
+  it("vm-autoscaler - with readingTicks 2, a one-tick burst adds none; two ticks' mean above 80% adds one", () => {
+    const config = { readingTicks: 2 };
+    const tick = (nowMs: number, workers: VmWorkerView[], state?: VmAutoscalerState) => vmAutoscale({ nowMs, workers, config, ...(state ? { state } : {}) });
+    // Quiet, then one tick at 100%: the mean of (0.4, 1.0) is 70%.
+    const quiet = tick(0, [w("g1", { utilization: 0.4 })]);
+    const burst = tick(2000, [w("g1", { utilization: 1 })], quiet.state);
+    expect(brief(burst)).toEqual([]);
+    expect(burst.state.readings?.["g1"]?.utilization).toEqual([0.4, 1]);
+    // A second tick at 90%: mean 95%.
+    const held = tick(4000, [w("g1", { utilization: 0.9 })], burst.state);
+    expect(held.decisions).toEqual([{ action: "add", kind: "gpu", count: 1, reason: "utilisation above 80% on all 1 gpu worker(s) over the last 2 ticks (min 95%)" }]);
+    expect(held.state.readings?.["g1"]?.utilization).toEqual([1, 0.9]);
+    // Interfered (and Overloaded) must hold at each of the ticks read.
+    const once = tick(6000, [w("g1", { interfered: true })], held.state);
+    expect(brief(once)).toEqual([]);
+    expect(brief(tick(8000, [w("g1", { interfered: true })], once.state))).toEqual(["add gpu"]);
+    // A worker with one reading so far is read over it; a gone worker's readings are dropped.
+    const fresh = tick(10_000, [w("g2", { utilization: 0.95 })], once.state);
+    expect(brief(fresh)).toEqual(["add gpu"]);
+    expect(Object.keys(fresh.state.readings ?? {})).toEqual(["g2"]);
+  });
+
+  it("vm-autoscaler - with readingTicks 1 (INFaaS's rule) the state keeps no readings", () => {
+    const r = vmAutoscale({ nowMs: 0, workers: [w("g1", { utilization: 0.9 })] });
+    expect(brief(r)).toEqual(["add gpu"]);
+    expect(r.state).toEqual({ idleSinceMs: {} });
+  });
 });

@@ -69,7 +69,11 @@ describe("replay: launch by launch", () => {
     // 10.25 s. The exact busy share over the tick's 2 s, [10, 12], is (1.5 + 0.5 × 0.28) / 2 = 82%: above
     // the INFaaS 80% threshold. Reports each second on the second (10-11, 11-12) read the same 82%; reports
     // at half past (9.5-10.5, 10.5-11.5, read at the 12 s tick) hold 1.25 s of the burst: 73%, no launch.
-    const config = replayConfig({ speedup: 144, app: "heavy", sloMs: 1000, minAccuracy: 0 });
+    // That is with one tick read (INFaaS's rule); the live default reads two, over which the burst is
+    // at most (82% + 20 q/s's 28%) / 2 = 55%: no launch at any phase.
+    const live = replayConfig({ speedup: 144, app: "heavy", sloMs: 1000, minAccuracy: 0 });
+    expect(live.readingTicks).toBe(2);
+    const config = { ...live, readingTicks: 1 };
     const arrivalsMs: number[] = [];
     for (let t = 0; t < 20_000; t += 50) if (t < 10_250 || t >= 11_750) arrivalsMs.push(t);
     for (let t = 10_250; t < 11_750; t += 14) arrivalsMs.push(t);
@@ -80,6 +84,9 @@ describe("replay: launch by launch", () => {
     expect(infaasLaunchesAt(run())).toEqual([12]);
     expect(infaasLaunchesAt(run(each(0)))).toEqual([12]);
     expect(infaasLaunchesAt(run(each(500)))).toEqual([]);
+    for (const reportTimesMs of [undefined, each(0), each(500)]) {
+      expect(oneWorker(live, arrivalsMs, 20_000, reportTimesMs ? { reportTimesMs } : {}).launches.filter((l) => /INFaaS/.test(l.reason))).toEqual([]);
+    }
   });
 
   it("replay - the variant-state rule reads the median batch (observedFactor), utilisation the busy time (slowdown)", () => {

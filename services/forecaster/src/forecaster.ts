@@ -1,7 +1,7 @@
 import { subjects, type ArrivalsReport } from "@sloserve/contracts";
 import type { Bus, Logger } from "@sloserve/bus";
 import type { MetadataStore } from "@sloserve/store";
-import { maxRatePerUnit, type ForecastPlanState, type Predictor } from "@sloserve/policy";
+import { maxRatePerUnit, spreadOverSeconds, type ForecastPlanState, type Predictor } from "@sloserve/policy";
 
 /**
  * The forecaster (MArk §4.2): sums the dispatchers' per-second arrival reports per app, keeps each
@@ -62,9 +62,8 @@ export class Forecaster {
   applyArrivals(report: ArrivalsReport): void {
     let perApp = this.seconds.get(report.app);
     if (!perApp) this.seconds.set(report.app, (perApp = new Map()));
-    // A report covers the second before it was sent.
-    const second = Math.floor((report.atMs - 1) / 1000);
-    perApp.set(second, (perApp.get(second) ?? 0) + report.arrivals);
+    // A report covers the time since the dispatcher's previous one: its arrivals go to the seconds of that window.
+    for (const [second, count] of spreadOverSeconds(report.atMs, report.windowMs, report.arrivals)) perApp.set(second, (perApp.get(second) ?? 0) + count);
   }
 
   /**

@@ -93,4 +93,13 @@ describe("forecaster shell", () => {
     // shop had no reports this unit: an observed 0
     expect(out.find((m) => m.app === "shop")).toMatchObject({ observed: 0, values: [0, 0, 0] });
   });
+  it("forecaster - a report's arrivals go to the seconds its window covers (a late timer's 1.5 s is not read as one second)", async () => {
+    const t = T0 + 120_000;
+    // 100 arrivals over [t, t + 1000), then a late report: 150 over [t + 1000, t + 2500), then 50 over [t + 2500, t + 3000).
+    const one = new Forecaster(bus, store, { unitS: 3, sampleS: 1, horizon: 1, season: 1440, keep: 100 }, createLogger("forecaster-test", "silent"), { fallback: builtinPredictor("last-value") });
+    for (const r of [[1000, 1000, 100], [2500, 1500, 150], [3000, 500, 50]] as const) one.applyArrivals({ app: "late-1s", dispatcher: "d1", atMs: t + r[0], windowMs: r[1], arrivals: r[2], models: {}, infeasible: 0 });
+    const out = await one.closeUnit(t + 3000);
+    // Seconds: 100, 100, 100 (not 100, 150, 50): the max 1 s rate is 100.
+    expect(out.find((m) => m.app === "late-1s")).toMatchObject({ observed: 100 });
+  });
 });

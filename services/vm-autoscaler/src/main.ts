@@ -5,7 +5,7 @@ import { EC2Client } from "@aws-sdk/client-ec2";
 import { commonEnvSchema, compileOptions, hardwareSchema, type Hardware } from "@sloserve/contracts";
 import { connectBus, natsChildEnv, runEvery, runService, systemClock, type Bus, type Logger } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
-import { INSTANCE_PRICES, instanceOffer, parseSpotPriceCsv, pricePerSecond, type MachineKind, type MachinePlanConfig } from "@sloserve/policy";
+import { INSTANCE_PRICES, LIVE_READING_TICKS, instanceOffer, parseSpotPriceCsv, pricePerSecond, type MachineKind, type MachinePlanConfig } from "@sloserve/policy";
 import { Ec2WorkerProvider, LocalWorkerProvider, NOMAD_EXECUTORS_JOB, NomadWorkerProvider, natsSpotNotices, nomadExecutorGroup, type WorkerProvider } from "@sloserve/providers";
 import { VmAutoscalerController } from "./controller.js";
 import { VmMetrics } from "./costs.js";
@@ -29,6 +29,11 @@ const envSchema = commonEnvSchema.extend({
   /** Where workers come from. @default "local" (executor processes on this machine) */
   PROVIDER: z.enum(["local", "ec2", "nomad"]).default("local"),
   TICK_MS: z.coerce.number().int().positive().default(2000),
+  /**
+   * Ticks the INFaaS rules read (utilisation: their mean; Interfered, Overloaded: at each); 1 is
+   * INFaaS's rule. @default 2 (libs/policy LIVE_READING_TICKS)
+   */
+  READING_TICKS: z.coerce.number().int().min(1).default(LIVE_READING_TICKS),
   /** Hardware kinds it may launch. @default "cpu" */
   LAUNCH_KINDS: kinds.default(["cpu"]),
   /** Kinds launched on the spot market (MArk §4.5). @default none */
@@ -201,7 +206,7 @@ await runService("vm-autoscaler", process.env, async (log) => {
     };
   }
   const plan: Partial<MachinePlanConfig> = {
-    vm: { heartbeatTimeoutMs: o.HEARTBEAT_TIMEOUT_MS, minWorkersPerKind: o.MIN_WORKERS, maxWorkersPerKind: o.MAX_WORKERS },
+    vm: { heartbeatTimeoutMs: o.HEARTBEAT_TIMEOUT_MS, minWorkersPerKind: o.MIN_WORKERS, maxWorkersPerKind: o.MAX_WORKERS, readingTicks: o.READING_TICKS },
     cooldownMs: o.COOLDOWN_MS,
     billingMinimumMs: o.BILLING_MINIMUM_MS,
     planPeriodMs: o.PLAN_PERIOD_MS,

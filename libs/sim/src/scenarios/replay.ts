@@ -28,7 +28,7 @@
  * Pure: takes the trace, the settings, the variants and the measured boot and cold-start times.
  */
 import {
-  DEFAULT_MACHINE_PLAN_CONFIG, DEFAULT_PREDICTOR, builtinPredictor, createRng, ec2Cost, lambdaCost, maxRatePerUnit, pricePerSecond, quantile, workerCapacityForApp,
+  DEFAULT_MACHINE_PLAN_CONFIG, DEFAULT_PREDICTOR, LIVE_READING_TICKS, builtinPredictor, createRng, ec2Cost, lambdaCost, maxRatePerUnit, pricePerSecond, quantile, workerCapacityForApp,
   type AppForecast, type ForecastPlanState, type VariantProfile,
 } from "@sloserve/policy";
 import { Simulator, type Machine, type MachineOptions } from "../engine.js";
@@ -87,6 +87,8 @@ export interface ReplayConfig extends Required<ReplayOptions> {
    * that both sides tick at the same seconds of the window (scripts/replay.ts).
    */
   vmTickMs: number;
+  /** Ticks the INFaaS rules read (the vm-autoscaler's READING_TICKS, its default). */
+  readingTicks: number;
   /** Forecaster: unit and sample window (whole seconds), units per season (a trace day), horizon. */
   unitS: number;
   sampleS: number;
@@ -120,6 +122,7 @@ export function replayConfig(o: ReplayOptions): ReplayConfig {
     planPeriodMs: unitS * 1000,
     sloPeriodMs: Math.max(1, Math.round((TRACE_TIME.sloPeriodS * 1000) / k)),
     vmTickMs: 2000,
+    readingTicks: LIVE_READING_TICKS,
     unitS,
     sampleS: unitS >= 5 && unitS % 5 === 0 ? 5 : 1,
     season: Math.max(2, Math.round(86_400 / (k * unitS))),
@@ -151,6 +154,7 @@ export function replayStackEnv(c: ReplayConfig): { all: Record<string, string>; 
       SLO_PERIOD_MS: String(c.sloPeriodMs),
       CPU_INSTANCE_TYPE: c.instanceType,
       COST_EVERY_MS: "1000",
+      READING_TICKS: String(c.readingTicks),
     },
   };
 }
@@ -417,7 +421,7 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
     sloMsByModel: Object.fromEntries(variants.map((v) => [v.model, c.sloMs])),
     monitorWindowMs: 5000,
     vmPeriodMs: c.vmTickMs,
-    vmConfig: { minWorkersPerKind: c.staticWorkers, maxWorkersPerKind: c.maxWorkers },
+    vmConfig: { minWorkersPerKind: c.staticWorkers, maxWorkersPerKind: c.maxWorkers, readingTicks: c.readingTicks },
     planConfig: { cooldownMs: c.cooldownMs, billingMinimumMs: c.billingMinimumMs, planPeriodMs: c.planPeriodMs, sloPeriodMs: c.sloPeriodMs },
     kinds: { cpu: { bootMs: c.planBootMs, resources: { threads: c.workerThreads, memoryBytes: Infinity } } },
     forecasts: () => (latest ? [latest] : []),
