@@ -650,7 +650,8 @@ const report = {
   live: liveReport,
   sim: simResult.summary,
   sim_as_profiled: simProfiled.summary,
-  cost_ratio_live_over_sim: simResult.summary.cost_dollars > 0 ? live.cost_dollars / simResult.summary.cost_dollars : null,
+  // Neither side launched nor overflowed: they agree (1); only live spent: no ratio (null).
+  cost_ratio_live_over_sim: simResult.summary.cost_dollars > 0 ? live.cost_dollars / simResult.summary.cost_dollars : live.cost_dollars === 0 ? 1 : null,
   /** Launch by launch, both sides: when (s of the window), how long billed (real s), $ (trace time), why; each side's sum is its machine_dollars. */
   launches: { live: liveLaunches, sim: simResult.launches },
   series: rows,
