@@ -576,6 +576,8 @@ const liveSeries: ReplaySideSeries = {
 
 // ------------------------------------------------------------------------------------ the simulator
 
+/** Warm function invocations' durations (what each was billed for). */
+const warmFnMs = fnAnswers.filter((o) => !o.cold).map((o) => o.fnMs);
 const measured = {
   boot_ms: median(bootTimes) ?? config.planBootMs,
   boot_samples: bootTimes.length,
@@ -585,8 +587,8 @@ const measured = {
   // burst's invocations share the two cores and run several times the median: 11-28, day 2, $0.0028
   // for 480 invocations, ~170 ms each, against a 13.6 ms median: the simulator's functions cost a
   // fifteenth of live's).
-  function_warm_ms: mean(fnAnswers.filter((o) => !o.cold).map((o) => o.fnMs)) ?? (variants[0]?.latencyMs[1] ?? 20),
-  function_warm_median_ms: median(fnAnswers.filter((o) => !o.cold).map((o) => o.fnMs)) ?? null,
+  function_warm_ms: mean(warmFnMs) ?? (variants[0]?.latencyMs[1] ?? 20),
+  function_warm_median_ms: median(warmFnMs) ?? null,
   function_samples: fnAnswers.length,
   /** The workers' observed / profiled busy time over the window (1: as profiled; below 1: faster than profiled). */
   slowdown: ratioOfSums(slowdowns) ?? 1,

@@ -13,7 +13,7 @@
  * Rules 1-3 read each worker over the last `readingTicks` ticks (INFaaS: 1, each 2 s poll): its
  * utilisation is the mean of those ticks' readings, and it counts as Interfered or Overloaded only if
  * it was at each of them. A worker up for fewer ticks is read over those it has. Two ticks (the live
- * default, DESIGN §3) leave a burst of one tick to queueing and overflow: a worker launched for it
+ * default: docs/ARCHITECTURE.md "Machines and money") leave a burst of one tick to queueing and overflow: a worker launched for it
  * boots after it is over and is billed for nothing it served.
  *
  * Replace a worker whose heartbeat is older than `heartbeatTimeoutMs` (§7): a new one of the same kind,
@@ -91,7 +91,7 @@ export interface PendingPlacement {
 
 /**
  * The vm-autoscaler service's `READING_TICKS` default, and the live replay's simulator's: two 2 s
- * ticks (see the header; DESIGN §3).
+ * ticks (see the header).
  */
 export const LIVE_READING_TICKS = 2;
 
