@@ -22,6 +22,9 @@
  *   ones), the query goes where selection would send it without loading (`allowLoad: false`: a variant
  *   already loading, else the loaded variant with the most headroom, step 3); if there is none, there
  *   is no capacity now (a different outcome from infeasible: variants meet the query, none can run it).
+ * - When selection names a `meanwhile` variant (the load, or the load under way, cannot answer within
+ *   the query's SLO and a loaded variant that meets it is Overloaded or Interfered: selection.ts step
+ *   2), the load is placed as asked and the query goes to that variant (`via: "degraded"`).
  * - A placement the caller *defers* (the simulator asks its VM autoscaler for a machine that will load
  *   the variant) holds a first load's query in the variant's queue, but not a relief load's: a loaded
  *   variant serves it sooner than a machine that has yet to boot. The live dispatcher never defers.
@@ -162,6 +165,8 @@ export function selectForApp(
     };
     load = place(decision.variant, request);
     if (load.outcome === "placed" || (load.outcome === "deferred" && !relief)) {
+      const m = decision.meanwhile;
+      if (m) return { kind: "route", variant: m.variant, via: "degraded", load, reason: `${decision.reason}; ${load.reason}; ${m.reason}` };
       return { kind: "route", variant: decision.variant, via: "load", load, reason: `${decision.reason}; ${load.reason}` };
     }
     refused = `cannot place ${decision.variant.name}: ${load.reason}${relief ? ` (relief loads avoid workers over ${RELIEF_MAX_UTILISATION * 100}% busy)` : ""}`;
@@ -173,8 +178,11 @@ export function selectForApp(
     }
     return { kind: "infeasible", closest: decision.closest, reason: decision.reason };
   }
-  const via = decision.kind === "load" ? "loading" : decision.degraded ? "degraded" : "active";
-  const reason = refused !== undefined ? `${refused}; ${decision.reason}` : decision.reason;
+  const meanwhile = decision.kind === "load" ? decision.meanwhile : undefined;
+  const variant = meanwhile ? meanwhile.variant : decision.variant;
+  const via = meanwhile ? "degraded" : decision.kind === "load" ? "loading" : decision.degraded ? "degraded" : "active";
+  const said = meanwhile ? `${decision.reason}; ${meanwhile.reason}` : decision.reason;
+  const reason = refused !== undefined ? `${refused}; ${said}` : said;
   // Two literals rather than a conditional spread: this runs per query, and the spread is ~10% of a simulated day.
-  return load ? { kind: "route", variant: decision.variant, via, load, reason } : { kind: "route", variant: decision.variant, via, reason };
+  return load ? { kind: "route", variant, via, load, reason } : { kind: "route", variant, via, reason };
 }

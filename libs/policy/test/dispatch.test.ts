@@ -221,6 +221,23 @@ describe("dispatch - model-less selection and its load", () => {
     },
     // 10 ms: nothing meets it; no load is asked; the closest is named.
     { name: "infeasible: no load asked", states: {}, req: { latencyMs: 10 }, place: placed, want: "infeasible", wantPlaced: [] },
+    // mid Interfered, SLO 520 ms: cheap's load (500 + 50 = 550 ms) cannot answer in time. The load is
+    // placed for the queries after this one; this one is served by mid meanwhile.
+    {
+      name: "a load that cannot answer in time, mid Interfered: placed, and the query served by mid meanwhile",
+      states: { mid: rt("interfered", 1, 3) },
+      req: { latencyMs: 520 },
+      place: placed,
+      want: "degraded:mid(placed)",
+      wantPlaced: ["cheap"],
+      relief: true,
+    },
+    // The same with a 1000 ms SLO: the load (550 ms) answers in time, so the query waits for it.
+    { name: "a load that answers in time, mid Interfered: the query waits for it", states: { mid: rt("interfered", 1, 3) }, req: { latencyMs: 1000 }, place: placed, want: "load:cheap(placed)", wantPlaced: ["cheap"], relief: true },
+    // cheap already loading, mid Interfered, 520 ms: no second load, the query served by mid.
+    { name: "a load under way that cannot answer in time: served by the Interfered variant", states: { cheap: rt("loading", 0), mid: rt("interfered", 1, 3) }, req: { latencyMs: 520 }, place: placed, want: "degraded:mid", wantPlaced: [] },
+    // mid Overloaded (at its peak): the query waits for the load as before (it would only lengthen mid's queue).
+    { name: "a load that cannot answer in time, mid Overloaded: the query waits for the load", states: { mid: rt("overloaded", 1, 12) }, req: { latencyMs: 520 }, place: placed, want: "load:cheap(placed)", wantPlaced: ["cheap"], relief: true },
   ];
   for (const c of cases) {
     it(`dispatch - app query: ${c.name}`, () => {

@@ -45,7 +45,7 @@ const catalogue = [cpu, inf, gpu, hiAcc, unprofiled];
 
 function summary(d: SelectionDecision): string {
   if (d.kind === "infeasible") return `infeasible:${d.closest?.variant ?? "-"}`;
-  if (d.kind === "load") return `load:${d.variant.name}${d.alreadyLoading ? "(loading)" : ""}`;
+  if (d.kind === "load") return `load:${d.variant.name}${d.alreadyLoading ? "(loading)" : ""}${d.meanwhile ? `~${d.meanwhile.variant.name}` : ""}`;
   return `active:${d.variant.name}${d.degraded ? "(degraded)" : ""}`;
 }
 
@@ -63,8 +63,9 @@ describe("selection", () => {
     { name: "inactive with lowest load + inference latency", states: {}, req: { latencyMs: 300 }, want: "load:cpu" },
     // 50 ms: cpu excluded; inf 3020 < gpu 5015.
     { name: "inactive respects the SLO", states: {}, req: { latencyMs: 50 }, want: "load:inf" },
-    // Overloaded and interfered variants are skipped; inf is inactive → load inf.
-    { name: "overloaded and interfered are not selected", states: { gpu: rt("overloaded"), cpu: rt("interfered") }, req: { latencyMs: 300 }, want: "load:inf" },
+    // Overloaded and interfered variants are skipped; inf is inactive → load inf. Its load + inference
+    // (3020 ms) cannot answer within 300 ms: the Interfered cpu serves the query meanwhile.
+    { name: "overloaded and interfered are not selected", states: { gpu: rt("overloaded"), cpu: rt("interfered") }, req: { latencyMs: 300 }, want: "load:inf~cpu" },
     // A loading variant is preferred over loading another.
     { name: "loading variant preferred", states: { gpu: rt("loading", 0) }, req: { latencyMs: 300 }, want: "load:gpu(loading)" },
     // Every feasible variant loaded but overloaded → queue on the most headroom (ours).
@@ -163,6 +164,31 @@ describe("selection", () => {
     const loose = new SelectionIndex(catalogue, { inactiveRule: "load-and-inference" });
     loose.setRuntime("cpu", states.cpu);
     expect(summary(loose.select("classify", { latencyMs: 4000 }))).toBe("load:inf");
+  });
+
+  it("selection - a load that cannot answer in time names an Interfered variant to serve meanwhile", () => {
+    // cpu Interfered, SLO 1000 ms: inf's load + inference is 3000 + 20 = 3020 ms > 1000 ms. inf is
+    // still the variant to load (the `inference` reading); the query is served by cpu meanwhile.
+    const cases: Array<{ states: Record<string, VariantRuntime>; latencyMs: number; want: string }> = [
+      { states: { cpu: rt("interfered", 1, 2) }, latencyMs: 1000, want: "load:inf~cpu" },
+      // Already loading: no second load; served by cpu meanwhile.
+      { states: { cpu: rt("interfered", 1, 2), inf: rt("loading", 0) }, latencyMs: 1000, want: "load:inf(loading)~cpu" },
+      // 4000 ms: inf (3020 ms) answers in time: the query waits for it.
+      { states: { cpu: rt("interfered", 1, 2) }, latencyMs: 4000, want: "load:inf" },
+      // Overloaded cpu is at its peak: no meanwhile.
+      { states: { cpu: rt("overloaded", 1, 6) }, latencyMs: 1000, want: "load:inf" },
+    ];
+    for (const c of cases) {
+      const index = new SelectionIndex(catalogue);
+      for (const [n, r] of Object.entries(c.states)) index.setRuntime(n, r);
+      const d = index.select("classify", { latencyMs: c.latencyMs });
+      expect(summary(d)).toBe(c.want);
+      expect(summary(selectVariant("classify", catalogue, new Map(Object.entries(c.states)), { latencyMs: c.latencyMs }))).toBe(c.want);
+      if (d.kind === "load" && d.meanwhile) {
+        expect(d.meanwhile.worker).toBe("w1");
+        expect(d.meanwhile.reason).toBe(`inf cannot load and answer within the SLO (3020 ms > 1000 ms): served meanwhile by Interfered cpu`);
+      }
+    }
   });
 
   it("selection - the index agrees with the plain scan on random catalogues", () => {
