@@ -64,6 +64,8 @@ export class Worker {
   private readonly memories = new Map<string, VariantStateMemory>();
   /** Instances being loaded, by variant: they hold their resources already. */
   private readonly loadingNow = new Map<string, { variant: VariantRecord; count: number }>();
+  /** Set by `stop`: loads that finish after it are released, not started. */
+  private stopping = false;
   private readonly states = new Map<string, VariantState>();
   private commands: ConsumerMessages | undefined;
   private profileJobs: ConsumerMessages | undefined;
@@ -269,6 +271,11 @@ export class Worker {
       if (!bytes) throw new Error(`model binary ${variant.object} is missing from the repository`);
       for (let i = 0; i < count; i++) {
         const backend = await this.backends.load(bytes, { threads: variant.threads, model: variant.model, quantization: variant.quantization, variant: variant.name, maxBatch: variant.maxBatch, ...(variant.settings ? { settings: variant.settings } : {}) });
+        if (this.stopping) {
+          // Stopped while this session loaded: it would pull queries from a worker that is leaving.
+          await backend.release().catch(() => undefined);
+          throw new Error("worker stopping");
+        }
         if (backend.priorityRefused) this.log.info({ variant: variant.name, why: backend.priorityRefused }, "inference thread runs at the process's priority");
         const instance = new VariantInstance(variant, backend, this.bus, { id: this.id, hardware: this.hardware }, this.log.child({ variant: variant.name }), this.clock, this.options.metrics?.forVariant(variant));
         await instance.start();
@@ -285,7 +292,8 @@ export class Worker {
         await this.setState(variant.name, variant.model, "active", `loaded: ${reason}`);
       } else this.log.info({ variant: variant.name, instances: this.instances.get(variant.name)?.length, reason }, "instances added");
     } catch (err) {
-      if (!this.instances.get(variant.name)?.length) await this.setState(variant.name, variant.model, "inactive", `load failed: ${(err as Error).message}`);
+      // (a stopping worker has said so already, and has left the store: no record may come back)
+      if (!this.stopping && !this.instances.get(variant.name)?.length) await this.setState(variant.name, variant.model, "inactive", `load failed: ${(err as Error).message}`);
       throw err;
     } finally {
       this.reserve(variant, -pending);
@@ -471,6 +479,8 @@ export class Worker {
 
   /** Unloads everything (queued queries go back to the queue for other replicas) and leaves. */
   async stop(): Promise<void> {
+    this.stopping = true;
+    const loading = [...this.loadingNow];
     if (this.reportTimer) clearInterval(this.reportTimer);
     this.tunedSub?.unsubscribe();
     this.profiledSub?.unsubscribe();
@@ -479,6 +489,11 @@ export class Worker {
     await this.commands?.close().catch(warn("closing the command consumer"));
     await this.profileJobs?.close().catch(warn("closing the profile-job consumer"));
     for (const name of [...this.instances.keys()]) await this.unload(name, "worker stopping").catch(warn("unloading", { variant: name }));
+    // A load under way ends with the worker: say so, or the dispatchers would count the variant as
+    // loading (and queue its queries) until this worker's heartbeat is declared lost.
+    for (const [name, { variant }] of loading) {
+      if (!this.instances.get(name)?.length) await this.setState(name, variant.model, "inactive", "worker stopping: load abandoned").catch(warn("reporting an abandoned load", { variant: name }));
+    }
     await this.store.removeWorker(this.id).catch(warn("removing the worker from the store"));
     await this.bus.jsm.consumers.delete(streams.scale.name, workerCommandConsumer(this.id)).catch(warn("deleting the command consumer"));
   }

@@ -6,7 +6,9 @@
  *  1. the utilisation of that kind's resource is above the threshold (80%) on **all** its workers;
  *  2. variants on that kind are Interfered on all its workers;
  *  3. more than 80% of the workers of that kind have an Overloaded variant;
- *  4. the model autoscalers asked for placements (`place-elsewhere`) that no running worker could take.
+ *  4. the model autoscalers asked for placements (`place-elsewhere`) that no running worker could take
+ *     (ours: unless a worker of the kind is up with nothing loaded — one that came up since — which
+ *     takes them).
  * While a worker of that kind is still booting (or is being launched this tick as a replacement), no
  * second one is added (the booting one is the answer; VMs take 20-30 s to start).
  *
@@ -173,7 +175,15 @@ export function vmAutoscale(ctx: VmAutoscalerContext): VmAutoscalerResult {
     if (up.length > 0 && overloaded / up.length > cfg.overloadedFraction) {
       reasons.push(`${overloaded} of ${up.length} ${kind} workers (${pct(overloaded / up.length)} > ${pct(cfg.overloadedFraction)}) have overloaded variants`);
     }
-    if (pending.length > 0) reasons.push(`placement of ${pending.map((p) => `${p.count}×${p.variant}`).join(", ")} fits on no running ${kind} worker`);
+    if (pending.length > 0) {
+      const asked = pending.map((p) => `${p.count}×${p.variant}`).join(", ");
+      // A worker of the kind that is up with nothing on it takes what a new one would (one instance
+      // type per kind): it came up after the placement was asked for, and the model autoscaler places
+      // it there at its next period.
+      const empty = up.find((w) => w.variants.length === 0);
+      if (empty) decisions.push({ action: "hold", kind, reason: `placement of ${asked} fit on no running ${kind} worker when asked, but ${empty.name} is up with nothing loaded: it takes it` });
+      else reasons.push(`placement of ${asked} fits on no running ${kind} worker`);
+    }
     if (reasons.length > 0) {
       if (booting > 0) decisions.push({ action: "hold", kind, reason: `${reasons.join("; ")}; ${booting} ${kind} worker(s) already booting` });
       else if (all.length >= maxWorkers) decisions.push({ action: "hold", kind, reason: `${reasons.join("; ")}; at the limit of ${maxWorkers} ${kind} worker(s)` });

@@ -20,6 +20,10 @@ describe("vm-autoscaler", () => {
     { name: "more than 80% overloaded adds one", workers: [w("1", { overloaded: true }), w("2", { overloaded: true })], want: ["add gpu"] },
     { name: "a booting worker holds further adds", workers: [w("g1", { utilization: 0.95 }), w("g2", { booting: true, utilization: 0 })], want: ["hold gpu"] },
     { name: "pending placements add a worker of their kind", workers: [w("g1")], pending: [{ kind: "inferentia", variant: "B", count: 2 }], want: ["add inferentia"] },
+    // g2 came up after the placement was asked for and runs nothing: it takes it, no worker is added.
+    { name: "pending placements wait for a worker of their kind that is up with nothing loaded", workers: [w("g1"), w("g2", { variants: [], utilization: 0, serving: false })], pending: [{ kind: "gpu", variant: "B", count: 1 }], want: ["hold gpu"] },
+    // ...but a hot kind still adds one: the empty worker answers the placement, not the utilisation.
+    { name: "an empty worker does not hold the other rules", workers: [w("g1", { utilization: 0.9 }), w("g2", { variants: [], utilization: 0.85 })], pending: [{ kind: "gpu", variant: "B", count: 1 }], want: ["hold gpu", "add gpu"] },
     { name: "kinds are independent", workers: [w("g1", { utilization: 0.9 }), w("c1", { kind: "cpu", utilization: 0.1 })], want: ["add gpu"] },
   ];
   for (const c of cases) {

@@ -897,7 +897,9 @@ export class Simulator {
     const bin = this.bin;
     queue.served.addBin(bin, b.queries.length);
     queue.batchesDone.addBin(bin, 1);
-    queue.observedMs.addBin(bin, (b.endMs - b.startMs) * (r.machine?.observedFactor ?? 1));
+    const runMs = b.endMs - b.startMs;
+    queue.observedMs.addBin(bin, runMs);
+    queue.p50Ms.addBin(bin, runMs * (r.machine?.observedFactor ?? 1));
     queue.profiledMs.addBin(bin, b.profiledMs);
     if (r.state === "ready") {
       if (r.inFlight === r.concurrency - 1) queue.avail.push(r);

@@ -68,9 +68,11 @@ export class Machine {
   /** Multiplies the service time of every batch on this machine (interference); 1 = as profiled. */
   slowdown = 1;
   /**
-   * What the variant-state monitor observes of this machine's batch times, over their run time: the
-   * live workers report the median batch time, and their batch times skew right, so the median is
-   * below the mean the run times add up to (the live replay gives the ratio per second); 1 = the run time.
+   * What the dispatcher's overflow estimate sees of this machine's batch times, over their run time:
+   * it reads the live workers' median batch (`batchP50Ms` of their reports), and batch times skew
+   * right, so the median is below the mean the run times add up to (the live replay gives the ratio
+   * per second); 1 = the run time. The variant-state monitor reads the run times themselves, as the
+   * executors' interference evidence is their Σ observed over Σ profiled batch time.
    */
   observedFactor = 1;
   /** Set when the machine was lost (killMachine) rather than terminated. */
@@ -292,6 +294,8 @@ export class Queue implements BatchQueueView {
   /** Per second: Σ observed batch time and Σ profiled batch time (for interference detection). */
   readonly observedMs = new BinCounter();
   readonly profiledMs = new BinCounter();
+  /** Per second: Σ batch time × its machine's `observedFactor` (the median batch the overflow estimate reads). */
+  readonly p50Ms = new BinCounter();
   /** Per second: batches finished. */
   readonly batchesDone = new BinCounter();
   /**

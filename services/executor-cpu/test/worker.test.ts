@@ -127,6 +127,29 @@ describe("executor-cpu worker shell", () => {
     expect(r2.atMs).toBe(T0 + 2000);
   });
 
+  it("worker - a worker stopped while it loads says the load is abandoned and leaves no record", async () => {
+    // A second worker whose engine waits for the test before loading: stop() comes mid-load.
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const real = onnxBackend("cpu", ["cpu"]);
+    const held = { ...real, load: async (...args: Parameters<typeof real.load>) => (await gate, real.load(...args)) };
+    const w = new Worker(bus, store, held, { id: "w-stopping", threads: 1, memoryBytes: 1 << 30, reportEveryMs: 3_600_000, profile: false }, createLogger("worker-test", "warn"), clock);
+    await w.start();
+    const loading = w.execute({ id: "c-stop", action: "load", variant: variant.name, reason: "test", atMs: clock.now() });
+    await until(() => events.some((e) => e.worker === "w-stopping" && e.state === "loading"));
+    const stopped = w.stop();
+    open();
+    await stopped;
+    // The load finished after the stop began: released, not started; the command fails.
+    expect(await loading).toMatchObject({ ok: false, error: "worker stopping" });
+    await until(() => events.some((e) => e.worker === "w-stopping" && e.state === "inactive"));
+    expect(events.filter((e) => e.worker === "w-stopping").map((e) => [e.state, e.reason])).toEqual([
+      ["loading", "test"],
+      ["inactive", "worker stopping: load abandoned"],
+    ]);
+    expect((await store.listInstances()).filter((i) => i.worker === "w-stopping")).toEqual([]);
+  });
+
   it("worker - unload makes the variant inactive", async () => {
     await worker.execute({ id: "c2", action: "unload", variant: variant.name, reason: "test", atMs: clock.now() });
     await until(() => events.at(-1)?.state === "inactive");

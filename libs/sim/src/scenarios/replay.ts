@@ -349,8 +349,9 @@ export interface ReplaySimInput {
   reportTimesMs?: readonly number[];
   /**
    * The workers' median batch time over their mean, one figure or one per second (measured live):
-   * what the variant-state rule (and the overflow estimate) read of the batches, the median, against
-   * what their busy time sums, the mean (Machine `observedFactor`). @default 1 (the mean)
+   * what the dispatcher's overflow estimate reads of the batches, the median, against what their busy
+   * time sums, the mean (Machine `observedFactor`). The variant-state rule reads the mean, as the
+   * executors do. @default 1 (the mean)
    */
   observedFactor?: number | readonly number[];
   seed: number;

@@ -355,7 +355,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   const servingCapacity = (v: VariantProfile, queue: Queue, instances: number): OverflowCapacity => {
     const sec = Math.floor(sim.nowMs / 1000) * 1000;
     const batches = queue.batchesDone.sum(sec - 1000, sec);
-    const observed = batches > 0 ? { batches, batchP50Ms: queue.observedMs.sum(sec - 1000, sec) / batches, batchSizeP50: queue.served.sum(sec - 1000, sec) / batches } : undefined;
+    const observed = batches > 0 ? { batches, batchP50Ms: queue.p50Ms.sum(sec - 1000, sec) / batches, batchSizeP50: queue.served.sum(sec - 1000, sec) / batches } : undefined;
     const record = { maxBatch: v.batchSize, batchWaitMs: opts.waitMs ?? 0, profile: { peakQps: v.peakQps, latencyMs: v.latencyMs as Readonly<Record<string, number>>, loadLatencyMs: v.loadLatencyMs } };
     return observedOverflowCapacity(record, instances, observed) ?? overflowCapacity(v, instances);
   };
