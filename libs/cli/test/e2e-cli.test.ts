@@ -125,8 +125,18 @@ describe("e2e cli", () => {
   }, 600_000);
 
   it("cli e2e - cost shows the VM autoscaler's summary; the server's refusals exit 1 with its message", async () => {
+    // The VM autoscaler publishes its first summary a few seconds after it starts (503 until then,
+    // which is what the server says): asked again until there is one, 30 s at most.
+    const costWhenPublished = async (): Promise<Run> => {
+      const end = Date.now() + 30_000;
+      for (;;) {
+        const r = await run("cost", "--json");
+        if (r.code === 0 || !/no cost summary yet/.test(r.stderr) || Date.now() > end) return r;
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+    };
     const [cost, unknown, app, shape, duplicate, pipeline, badSource] = await Promise.all([
-      run("cost", "--json"),
+      costWhenPublished(),
       run("infer", "no-such-model", "--generate"),
       run("infer", "digits", "--generate"),
       run("infer", model.name, "--input", join(stack.dir, "bad-query.json")),
