@@ -227,6 +227,8 @@ let measuring = false;
  */
 const reportTimes: number[] = [];
 let reportingWorker: string | undefined;
+/** The memory the stack's worker offers its variants (its reports' `memoryBytes`; the launched ones run with the same default). */
+let workerMemoryBytes: number | undefined;
 let lastForecast: number | undefined;
 let lastCost: CostSummary | undefined;
 /** When the vm-autoscaler decided to terminate each worker (EC2 stops billing at the request; the local provider's ledger bills the drain too). */
@@ -251,6 +253,7 @@ const subs: Subscription[] = [
         else workerSeen.set(r.worker, { first: now, last: now });
         if (!measuring) return;
         if (r.worker === reportingWorker && now >= t0) reportTimes.push(now - t0);
+        if (r.worker === reportingWorker) workerMemoryBytes = r.memoryBytes;
         for (const v of r.variants) {
           const p = variants.find((x) => x.name === v.variant);
           if (!p || v.batches < 10 || v.batchP50Ms <= 0) continue;
@@ -595,6 +598,8 @@ const measured = {
   slowdown_samples: slowdowns.length,
   /** The stack's worker's reports, ms of the window (given to the simulator). */
   reporting_worker: reportingWorker ?? null,
+  /** What that worker offers its variants (given to the simulator's workers). */
+  worker_memory_bytes: workerMemoryBytes ?? null,
   report_times_ms: reportTimes.map((t) => Math.round(t)),
 };
 /** Per second of the window, a figure of that second's reports (`of`: undefined without evidence), the last one carried over seconds without. */
@@ -626,6 +631,7 @@ const simInput = {
   variants,
   preload: [...preload].map(([variant, n]) => ({ variant, count: n })),
   bootMs: measured.boot_ms,
+  ...(workerMemoryBytes !== undefined ? { workerMemoryBytes } : {}),
   functionColdStartMs: measured.function_cold_start_ms,
   functionWarmMs: measured.function_warm_ms,
   functionsWarm,

@@ -273,7 +273,7 @@ export class Worker {
         const backend = await this.backends.load(bytes, { threads: variant.threads, model: variant.model, quantization: variant.quantization, variant: variant.name, maxBatch: variant.maxBatch, ...(variant.settings ? { settings: variant.settings } : {}) });
         if (this.stopping) {
           // Stopped while this session loaded: it would pull queries from a worker that is leaving.
-          await backend.release().catch(() => undefined);
+          await backend.release().catch((err: unknown) => this.log.warn({ err, variant: variant.name }, "while stopping: releasing a session loaded after the stop failed"));
           throw new Error("worker stopping");
         }
         if (backend.priorityRefused) this.log.info({ variant: variant.name, why: backend.priorityRefused }, "inference thread runs at the process's priority");

@@ -353,7 +353,7 @@ export class Simulator {
    */
   addReplica(queue: Queue, machine: Machine | null, opts: ReplicaOptions): Replica | null {
     if (machine && (machine.state === "draining" || machine.state === "terminated")) return null;
-    if (machine && !machine.fits(opts.uses ?? {})) return null;
+    if (machine && !machine.fits(opts.uses ?? {}, opts.mayExceed)) return null;
     const r = new Replica(this.allReplicas.length, queue, machine, opts, this.nowMs, this.clock);
     this.allReplicas.push(r);
     // (a replica without a price adds 0 to every sum of costs: only priced ones are summed)

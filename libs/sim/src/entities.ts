@@ -109,8 +109,9 @@ export class Machine {
     return cap === undefined ? Infinity : cap - (this.used[resource] ?? 0);
   }
 
-  fits(uses: ResourceMap): boolean {
-    for (const [k, v] of Object.entries(uses)) if (this.free(k) < v - 1e-9) return false;
+  /** Whether `uses` fits in what is free; resources in `mayExceed` are not checked. */
+  fits(uses: ResourceMap, mayExceed?: readonly string[]): boolean {
+    for (const [k, v] of Object.entries(uses)) if (this.free(k) < v - 1e-9 && !mayExceed?.includes(k)) return false;
     return true;
   }
 
@@ -137,6 +138,12 @@ export interface ReplicaOptions {
   loadMs?: number;
   /** Resources taken on the machine. @default {} */
   uses?: ResourceMap;
+  /**
+   * Resources of `uses` the replica may take beyond what its machine has free (still counted as
+   * used): a CPU executor checks only memory when it loads, so a swap's new instance shares the
+   * threads of the one it replaces until that one is unloaded. @default none
+   */
+  mayExceed?: readonly string[];
   /** Own price in $/s (INFaaS §6.2 bills variant instances). @default 0 */
   pricePerS?: number;
   /** @default 0 */

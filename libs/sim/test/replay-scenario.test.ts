@@ -105,4 +105,38 @@ describe("replay: launch by launch", () => {
     expect(overflow()).toBeGreaterThan(0);
     expect(overflow(0.5)).toBeLessThan(overflow());
   });
+  it("replay - the model autoscaler upgrades on the stack's one-thread worker, as the live executor loads (memory checked, threads shared during the swap)", () => {
+    // int8 (40 q/s) loaded; 39 q/s is within the 1.05 slack of its capacity, so the model autoscaler
+    // upgrades to fp32 (71 q/s) on the same worker, counting the thread int8 frees. The executor loads it
+    // next to int8 (it checks only memory) and unloads int8 once fp32 is ready; the simulator used to
+    // refuse the load (no free thread), abandon the swap and let the INFaaS rules launch workers.
+    const config = replayConfig({ speedup: 144, app: "heavy", sloMs: 1000, minAccuracy: 0 });
+    const int8: typeof REPLAY_DEFAULT_PROFILE = { ...REPLAY_DEFAULT_PROFILE, name: "heavy-mlp--cpu-int8-b1-t1", latencyMs: { 1: 25 }, peakQps: 40, loadLatencyMs: 300, resources: { threads: 1, memoryBytes: 30e6 } };
+    const arrivalsMs = Array.from({ length: 39 * 30 }, (_, k) => Math.round((k * 1000) / 39));
+    for (const workerMemoryBytes of [undefined, 1e9]) {
+      const r = runReplaySim({
+        config,
+        arrivalsMs,
+        durationMs: 30_000,
+        variants: [REPLAY_DEFAULT_PROFILE, int8],
+        preload: [{ variant: int8.name, count: 1 }],
+        bootMs: 1900,
+        functionColdStartMs: 2000,
+        functionWarmMs: 20,
+        seed: 1,
+        ...(workerMemoryBytes !== undefined ? { workerMemoryBytes } : {}),
+      });
+      const actions = r.log.map((e) => `${e.source}: ${e.action}`);
+      expect(actions.some((a) => /^model-autoscaler: upgrade heavy-mlp--cpu-fp32-b1-t1 ×1 on cpu-0/.test(a)), actions.join("\n")).toBe(true);
+      expect(actions.some((a) => /abandon|escalate/.test(a)), actions.join("\n")).toBe(false);
+      // (fp32's 400 ms load ends within the monitor's second: Inactive → Active; then int8 goes)
+      expect(actions).toContain("monitor: heavy-mlp--cpu-fp32-b1-t1: inactive → active");
+      expect(actions).toContain("monitor: heavy-mlp--cpu-int8-b1-t1: active → inactive");
+      expect(r.launches).toEqual([]);
+    }
+    // A worker whose memory cannot hold fp32 even with int8's freed (80 MB − 30 MB + 30 MB < 90 MB) does
+    // not take it: the model autoscaler places it elsewhere.
+    const small = runReplaySim({ config, arrivalsMs, durationMs: 30_000, variants: [REPLAY_DEFAULT_PROFILE, int8], preload: [{ variant: int8.name, count: 1 }], bootMs: 1900, functionColdStartMs: 2000, functionWarmMs: 20, seed: 1, workerMemoryBytes: 80e6 });
+    expect(small.log.some((e) => /^place-elsewhere heavy-mlp--cpu-fp32/.test(e.action) || /^escalate/.test(e.action))).toBe(true);
+  });
 });

@@ -328,6 +328,12 @@ export interface ReplaySimInput {
   preload?: ReadonlyArray<{ variant: string; count: number }>;
   /** Launch to first heartbeat of a launched worker, ms (measured live; else the plan's figure). */
   bootMs: number;
+  /**
+   * The memory a worker offers its variants, bytes (the live workers' reports, `memoryBytes`): the
+   * model autoscaler places an upgrade or a replica on a worker only where the variant's profiled
+   * memory fits. @default unlimited
+   */
+  workerMemoryBytes?: number;
   /** Function invocation: cold start (process start, runtime, model load) and warm execution, ms. */
   functionColdStartMs: number;
   functionWarmMs: number;
@@ -372,7 +378,8 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
   const seconds = Math.ceil(input.durationMs / 1000);
   const sim = new Simulator({ seed: input.seed, durationMs: input.durationMs, drainMs: 60_000 });
   const pricePerS = pricePerSecond(c.instanceType);
-  const worker: MachineOptions = { type: c.instanceType, kind: "cpu", pricePerS, bootMs: input.bootMs, resources: { threads: c.workerThreads }, billingMinimumS: c.billingMinimumMs / 1000 };
+  // (both resources a variant's profile names: a machine without one of them fits none of its instances)
+  const worker: MachineOptions = { type: c.instanceType, kind: "cpu", pricePerS, bootMs: input.bootMs, resources: { threads: c.workerThreads, memoryBytes: input.workerMemoryBytes ?? Infinity }, billingMinimumS: c.billingMinimumMs / 1000 };
   const variants = input.variants.filter((v) => v.app === c.app && v.hardware === "cpu" && v.profiled);
   if (variants.length === 0) throw new Error(`no profiled CPU variant of app ${c.app} to simulate`);
 

@@ -219,6 +219,10 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   const live = (): Machine[] => machines.filter((m) => m.state === "running" || m.state === "booting");
   const load = (v: VariantProfile, m: Machine, preloaded = false): Replica | null =>
     sim.addReplica(queueOf(v.name), m, replicaOptionsFor(v, { pricePerS: opts.billReplicas ? v.pricePerS : 0, ...(preloaded ? { loadMs: 0 } : {}) }));
+  /** A load the model autoscaler commands on a worker: as the executor loads (CPU: memory checked, threads may be shared). */
+  const CPU_MAY_EXCEED = ["threads"] as const;
+  const loadOnCommand = (v: VariantProfile, m: Machine): Replica | null =>
+    sim.addReplica(queueOf(v.name), m, replicaOptionsFor(v, { pricePerS: opts.billReplicas ? v.pricePerS : 0, ...(m.kind === "cpu" ? { mayExceed: CPU_MAY_EXCEED } : {}) }));
   const placeAnywhere = (v: VariantProfile, prefer?: string, maxUtilisation = Infinity): Replica | null => {
     const kind = kindOf(v);
     const packBelow = opts.packBelowUtilisation;
@@ -583,8 +587,11 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         break;
       }
       case "add": {
+        // The model autoscaler placed these counting what its swaps free; a CPU executor checks only
+        // memory when it loads (libs/executor Worker.load), so the new instances may share the
+        // threads of those they replace until they are unloaded.
         const m = machineNamed(a.worker);
-        if (m) for (let i = 0; i < a.count; i++) load(profileOf(a.variant), m);
+        if (m) for (let i = 0; i < a.count; i++) loadOnCommand(profileOf(a.variant), m);
         break;
       }
       case "unload": {
