@@ -543,14 +543,14 @@ export class SelectionIndex {
  * SLO and a loaded, Interfered variant meets the query (step 2's addition); else `{}`.
  */
 function meanwhileOf(load: Entry, interfered: Entry | undefined, req: QueryRequirements): { meanwhile?: MeanwhileVariant } {
-  if (interfered === undefined || load.v.loadLatencyMs + latencyFor(load, req) <= req.latencyMs) return {};
-  const degraded = interfered;
-  const worker = leastLoaded(degraded.rt);
+  const loadAndAnswerMs = load.v.loadLatencyMs + latencyFor(load, req);
+  if (interfered === undefined || loadAndAnswerMs <= req.latencyMs) return {};
+  const worker = leastLoaded(interfered.rt);
   return {
     meanwhile: {
-      variant: degraded.v,
+      variant: interfered.v,
       ...(worker !== undefined ? { worker } : {}),
-      reason: `${load.v.name} cannot load and answer within the SLO (${Math.round(load.v.loadLatencyMs + latencyFor(load, req))} ms > ${req.latencyMs} ms): served meanwhile by Interfered ${degraded.v.name}`,
+      reason: `${load.v.name} cannot load and answer within the SLO (${Math.round(loadAndAnswerMs)} ms > ${req.latencyMs} ms): served meanwhile by Interfered ${interfered.v.name}`,
     },
   };
 }
