@@ -26,7 +26,7 @@ import { VariantInstance } from "./instance.js";
 import { runProfile } from "./profiler.js";
 import { mergeFigures } from "./stats.js";
 import type { ExecutorMetrics } from "./metrics.js";
-import { DEFAULT_TYPE_FOR_KIND, DEFAULT_VARIANT_STATE_CONFIG, footprintOf, GPU_MEMORY_BYTES, heldResources, nextState, observeWindow, windowedArrivalsQps, type VariantStateMemory } from "@sloserve/policy";
+import { DEFAULT_TYPE_FOR_KIND, DEFAULT_VARIANT_STATE_CONFIG, footprintOf, GPU_MEMORY_BYTES, heldResources, loadFitsMemory, nextState, observeWindow, windowedArrivalsQps, type VariantStateMemory } from "@sloserve/policy";
 
 /**
  * A worker process ("VM" in INFaaS terms): holds several variant instances, obeys load/unload
@@ -260,7 +260,7 @@ export class Worker {
     if (variant.hardware !== this.hardware) throw new Error(`variant ${variantName} needs ${variant.hardware}, this worker is ${this.hardware}`);
     const existing = this.instances.get(variant.name) ?? [];
     const need = (variant.profile?.memoryBytes ?? 0) * count;
-    if (this.memoryUsed() + need > this.options.memoryBytes) {
+    if (!loadFitsMemory(need, this.options.memoryBytes - this.memoryUsed())) {
       throw new Error(`not enough memory for ${count} instance(s) of ${variant.name}: needs ${need} bytes, ${Math.max(0, this.options.memoryBytes - this.memoryUsed())} free`);
     }
     if (existing.length === 0) await this.setState(variant.name, variant.model, "loading", reason);

@@ -121,6 +121,16 @@ export function instancesThatFit(v: Pick<VariantProfile, "resources">, free: Rea
   return n;
 }
 
+/**
+ * What an executor checks when it is told to load instances (libs/executor `Worker.load`): that their
+ * memory fits what the worker has free. Nothing else: the model autoscaler placed them counting what a
+ * swap frees (an upgrade's new instances share the threads of those they replace until these are
+ * unloaded). The simulator's INFaaS system loads the model autoscaler's commands by the same rule.
+ */
+export function loadFitsMemory(needBytes: number, freeBytes: number): boolean {
+  return needBytes <= freeBytes;
+}
+
 const r2 = (x: number): number => Math.round(x * 100) / 100;
 /** Costs may be tiny ($/s): three significant digits. */
 const c3 = (x: number): number => Number(x.toPrecision(3));

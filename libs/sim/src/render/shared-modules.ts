@@ -59,9 +59,9 @@ const ROWS: Row[] = [
   },
   {
     module: "model-actions.ts, model-autoscaler.ts, interference.ts",
-    decides: "INFaaS's model autoscaler: replicate, upgrade/downgrade, remove, place elsewhere; moves of Interfered variants (`planMigrations`, §4.1)",
-    service: "model-autoscaler (controller.ts)",
-    simulator: "systems/infaas.ts model autoscaler (moves of Interfered variants with `migrateInterfered`: infaas-mechanisms, infaas-interference)",
+    decides: "INFaaS's model autoscaler: replicate, upgrade/downgrade, remove, place elsewhere; moves of Interfered variants (`planMigrations`, §4.1); whether a worker admits a commanded load (`loadFitsMemory`)",
+    service: "model-autoscaler (controller.ts); executors (libs/executor worker.ts: `loadFitsMemory`)",
+    simulator: "systems/infaas.ts model autoscaler (moves of Interfered variants with `migrateInterfered`: infaas-mechanisms, infaas-interference; its commanded loads on CPU machines through `loadFitsMemory`)",
   },
   {
     module: "machine-plan.ts, vm-autoscaler.ts",

@@ -54,6 +54,7 @@ import {
   planModelActions,
   observeWindow,
   selectForApp,
+  loadFitsMemory,
   emptyMachinePlanState,
   planMachines,
   type ModelAction,
@@ -219,10 +220,18 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   const live = (): Machine[] => machines.filter((m) => m.state === "running" || m.state === "booting");
   const load = (v: VariantProfile, m: Machine, preloaded = false): Replica | null =>
     sim.addReplica(queueOf(v.name), m, replicaOptionsFor(v, { pricePerS: opts.billReplicas ? v.pricePerS : 0, ...(preloaded ? { loadMs: 0 } : {}) }));
-  /** A load the model autoscaler commands on a worker: as the executor loads (CPU: memory checked, threads may be shared). */
-  const CPU_MAY_EXCEED = ["threads"] as const;
-  const loadOnCommand = (v: VariantProfile, m: Machine): Replica | null =>
-    sim.addReplica(queueOf(v.name), m, replicaOptionsFor(v, { pricePerS: opts.billReplicas ? v.pricePerS : 0, ...(m.kind === "cpu" ? { mayExceed: CPU_MAY_EXCEED } : {}) }));
+  /**
+   * A load the model autoscaler commands on a worker. On a CPU worker, as the executor loads it
+   * (libs/policy `loadFitsMemory`: memory checked, the threads of a swap's old instances shared until
+   * they go); an accelerator worker's instances take their devices as placed (accelerator-share.ts).
+   */
+  const loadOnCommand = (v: VariantProfile, m: Machine): Replica | null => {
+    const price = { pricePerS: opts.billReplicas ? v.pricePerS : 0 };
+    if (m.kind !== "cpu") return sim.addReplica(queueOf(v.name), m, replicaOptionsFor(v, price));
+    const uses = v.resources ?? {};
+    if (!loadFitsMemory(uses["memoryBytes"] ?? 0, m.free("memoryBytes"))) return null;
+    return sim.addReplica(queueOf(v.name), m, replicaOptionsFor(v, { ...price, mayExceed: Object.keys(uses) }));
+  };
   const placeAnywhere = (v: VariantProfile, prefer?: string, maxUtilisation = Infinity): Replica | null => {
     const kind = kindOf(v);
     const packBelow = opts.packBelowUtilisation;
