@@ -23,8 +23,8 @@
  *   already loading, else the loaded variant with the most headroom, step 3); if there is none, there
  *   is no capacity now (a different outcome from infeasible: variants meet the query, none can run it).
  * - When selection names a `meanwhile` variant (the load, or the load under way, cannot answer within
- *   the query's SLO and a loaded variant that meets it is Overloaded or Interfered: selection.ts step
- *   2), the load is placed as asked and the query goes to that variant (`via: "degraded"`).
+ *   the query's SLO and a loaded variant that meets it is Interfered: selection.ts step 2), the load
+ *   is placed as asked and the query goes to that variant (`via: "degraded"`).
  * - A placement the caller *defers* (the simulator asks its VM autoscaler for a machine that will load
  *   the variant) holds a first load's query in the variant's queue, but not a relief load's: a loaded
  *   variant serves it sooner than a machine that has yet to boot. The live dispatcher never defers.

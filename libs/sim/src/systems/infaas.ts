@@ -596,9 +596,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         break;
       }
       case "add": {
-        // The model autoscaler placed these counting what its swaps free; a CPU executor checks only
-        // memory when it loads (libs/executor Worker.load), so the new instances may share the
-        // threads of those they replace until they are unloaded.
+        // (placed counting what its swaps free: loaded as the executor loads, see loadOnCommand)
         const m = machineNamed(a.worker);
         if (m) for (let i = 0; i < a.count; i++) loadOnCommand(profileOf(a.variant), m);
         break;
