@@ -4,7 +4,7 @@ import { parseArgs } from "node:util";
 import cliProgress from "cli-progress";
 import { connect, headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { contentTypes, costSummarySchema, decodeTensors, encodeTensors, forecastMessageSchema, headers, servingStates, subjects, workerReportSchema, type CostSummary, type VariantRecord, type VariantState } from "@sloserve/contracts";
-import { DEFAULT_MACHINE_PLAN_CONFIG, createRng, initialSloMonitorState, observeRequest, profiledLatencyAt, quantile, toVariantProfile, type VariantProfile } from "@sloserve/policy";
+import { DEFAULT_MACHINE_PLAN_CONFIG, createRng, initialSloMonitorState, observeRequest, profiledLatencyAt, quantile, reportUtilization, toVariantProfile, type VariantProfile } from "@sloserve/policy";
 import {
   AUTO_PEAK_WORKERS,
   DEFAULT_TWITTER_TRACE,
@@ -196,6 +196,8 @@ function profileOf(model: Listing["models"][number], v: Record<string, unknown>)
   return toVariantProfile(record);
 }
 const variants = listing.models.flatMap((m) => m.variants.map((v) => profileOf(m, v)).filter((p): p is VariantProfile => p !== undefined && p.hardware === "cpu"));
+/** Each variant's threads, as the vm-autoscaler weighs a report's busy shares (libs/policy reportUtilization). */
+const threadsByVariant = new Map(listing.models.flatMap((m) => m.variants.map((v) => [String(v.name), { threads: Number(v.threads) }] as const)));
 if (variants.length === 0) throw new Error(`app ${app} has no profiled CPU variant yet`);
 const input = listing.models[0]!.inputs[0]!;
 const bundledShape = ocrModels().find((m) => m.app === app)?.profileShape?.[input.name];
@@ -227,6 +229,14 @@ let measuring = false;
  */
 const reportTimes: number[] = [];
 let reportingWorker: string | undefined;
+/**
+ * Each worker's reports up to the window's start (when received, and their utilisation as the
+ * vm-autoscaler reads it): the mean of the stack's worker's reports in the tick before the window is
+ * what the live vm-autoscaler read at the window's first tick, given to the simulator's.
+ */
+const beforeStart: Array<{ worker: string; atMs: number; utilization: number }> = [];
+/** The window's start, once chosen. */
+let startAtMs: number | undefined;
 /** The memory the stack's worker offers its variants (its reports' `memoryBytes`; the launched ones run with the same default). */
 let workerMemoryBytes: number | undefined;
 let lastForecast: number | undefined;
@@ -248,9 +258,17 @@ const subs: Subscription[] = [
       try {
         const r = workerReportSchema.parse(m.json());
         const now = Date.now();
+        if (r.leaving) {
+          workerSeen.delete(r.worker);
+          return;
+        }
         const w = workerSeen.get(r.worker);
         if (w) w.last = now;
         else workerSeen.set(r.worker, { first: now, last: now });
+        if (startAtMs === undefined || now <= startAtMs) {
+          beforeStart.push({ worker: r.worker, atMs: now, utilization: reportUtilization(r, threadsByVariant) });
+          while ((beforeStart[0]?.atMs ?? now) < now - 10_000) beforeStart.shift();
+        }
         if (!measuring) return;
         if (r.worker === reportingWorker && now >= t0) reportTimes.push(now - t0);
         if (r.worker === reportingWorker) workerMemoryBytes = r.memoryBytes;
@@ -463,6 +481,7 @@ const bar = values["no-progress"]
 // another phase, one side's 2 s utilisation window could straddle a burst the other's holds whole.
 const earliest = Date.now() + 200;
 const t0 = vmTickAtMs === undefined ? earliest : vmTickAtMs + Math.ceil((earliest - vmTickAtMs) / config.vmTickMs) * config.vmTickMs;
+startAtMs = t0;
 if (vmTickAtMs === undefined) say("warning: no vm-autoscaler tick seen (no plan decision): the window starts at any phase of its ticks");
 // The stack's own worker (the first, when there are several: the simulator's machines report on one clock).
 reportingWorker = Object.keys(startStates).map((k) => k.slice(k.indexOf("@") + 1)).sort()[0] ?? [...workerSeen.keys()].sort()[0];
@@ -601,7 +620,16 @@ const measured = {
   /** What that worker offers its variants (given to the simulator's workers). */
   worker_memory_bytes: workerMemoryBytes ?? null,
   report_times_ms: reportTimes.map((t) => Math.round(t)),
+  /** Its utilisation as the vm-autoscaler read it at the window's first tick (given to the simulator; null: no report before the window). */
+  start_utilization: startUtilization(),
 };
+/** The mean of the stack's worker's reports in the tick before the window (the latest before it when none came then). */
+function startUtilization(): number | null {
+  const mine = beforeStart.filter((x) => x.worker === reportingWorker && x.atMs <= t0);
+  const inTick = mine.filter((x) => x.atMs > t0 - config.vmTickMs);
+  const u = inTick.length > 0 ? mean(inTick.map((x) => x.utilization)) : mine.at(-1)?.utilization;
+  return u === undefined ? null : Math.round(u * 1e4) / 1e4;
+}
 /** Per second of the window, a figure of that second's reports (`of`: undefined without evidence), the last one carried over seconds without. */
 function bySecondOf<T extends { s: number }>(xs: readonly T[], first: number, of: (inSecond: T[]) => number | undefined): number[] {
   const bySecond = new Map<number, T[]>();
@@ -636,6 +664,7 @@ const simInput = {
   functionWarmMs: measured.function_warm_ms,
   functionsWarm,
   ...(reportTimes.length > 0 ? { reportTimesMs: reportTimes } : {}),
+  ...(measured.start_utilization !== null ? { startUtilization: measured.start_utilization } : {}),
   seed,
 };
 const simResult = runReplaySim({ ...simInput, slowdown: slowdownSeries, observedFactor: observedFactorSeries });

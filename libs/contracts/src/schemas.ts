@@ -258,6 +258,12 @@ export const workerReportSchema = z.object({
   acceleratorMemoryUsedBytes: z.number().nonnegative().optional(),
   rssBytes: z.number().nonnegative(),
   variants: z.array(variantMetricsSchema),
+  /**
+   * The worker's last report: it is stopping cleanly, has unloaded its instances and takes no more
+   * loads. Readers that place work (the dispatchers, the model autoscaler) forget it at once instead
+   * of after its heartbeat's timeout; absent: false.
+   */
+  leaving: z.boolean().optional(),
 });
 export type WorkerReport = z.infer<typeof workerReportSchema>;
 

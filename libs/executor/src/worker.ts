@@ -494,6 +494,10 @@ export class Worker {
     for (const [name, { variant }] of loading) {
       if (!this.instances.get(name)?.length) await this.setState(name, variant.model, "inactive", "worker stopping: load abandoned").catch(warn("reporting an abandoned load", { variant: name }));
     }
+    // The last report says it leaves: the dispatchers and the model autoscaler forget it now. Until
+    // its heartbeat's timeout they would otherwise offer it loads that it never takes, or refuse one
+    // elsewhere because it seemed to run the variant still.
+    await this.bus.js.publish(subjects.workerMetrics(this.id), json({ ...this.buildReport(this.clock.now()).report, leaving: true })).catch(warn("publishing the leaving report"));
     await this.store.removeWorker(this.id).catch(warn("removing the worker from the store"));
     await this.bus.jsm.consumers.delete(streams.scale.name, workerCommandConsumer(this.id)).catch(warn("deleting the command consumer"));
   }

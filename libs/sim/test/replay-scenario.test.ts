@@ -89,6 +89,23 @@ describe("replay: launch by launch", () => {
     }
   });
 
+  it("replay - given live's reading at the window's start, the VM autoscaler ticks at 0 with it, as the live one does", () => {
+    // The window opens on 2 s at the worker's profiled peak (one query each 12 ms against 14 ms per
+    // query), then 20 q/s. Read over two ticks, the live vm-autoscaler has a reading from before the
+    // window at its tick at 0 (the window starts on its tick): at 2 s it reads that and the burst's
+    // ~100%. A simulator whose first tick is at 2 s read the burst alone and launched.
+    const config = replayConfig({ speedup: 144, app: "heavy", sloMs: 1000, minAccuracy: 0 });
+    const arrivalsMs: number[] = [];
+    for (let t = 0; t < 2000; t += 12) arrivalsMs.push(t);
+    for (let t = 2000; t < 20_000; t += 50) arrivalsMs.push(t);
+    const launchesAt = (startUtilization?: number) =>
+      oneWorker(config, arrivalsMs, 20_000, startUtilization === undefined ? {} : { startUtilization }).launches.filter((l) => /INFaaS: utilisation/.test(l.reason)).map((l) => l.at_s);
+    expect(launchesAt()).toEqual([2]);
+    expect(launchesAt(0)).toEqual([]);
+    // A busy worker before the window: the tick at 0 reads it (its first reading: alone) and launches.
+    expect(launchesAt(1)).toEqual([0]);
+  });
+
   it("replay - the variant-state rule reads the mean batch (the busy time: slowdown), the overflow estimate the median (observedFactor)", () => {
     // 30 q/s on a worker whose batches run at twice their profile (28 ms): 84% busy, and Interfered read
     // as the mean (28 ms > 14 × 1.2 + 2), which is what the executors read (Σ observed / Σ profiled batch

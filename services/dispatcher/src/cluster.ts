@@ -30,10 +30,18 @@ export class ClusterView {
     this.setState(event.variant, event.worker, event.state);
   }
 
-  /** A report is the worker's full truth: it replaces the worker's instance states. */
+  /**
+   * A report is the worker's full truth: it replaces the worker's instance states. A leaving worker's
+   * last report (a clean stop) makes it forgotten at once.
+   */
   applyReport(report: WorkerReport, nowMs: number): void {
     const previous = this.workers.get(report.worker);
     if (previous && previous.report.atMs > report.atMs) return; // out of order
+    if (report.leaving) {
+      this.forget(report.worker);
+      this.recomputeLoad();
+      return;
+    }
     this.workers.set(report.worker, { report, seenAtMs: nowMs });
     const listed = new Set(report.variants.map((v) => v.variant));
     for (const [variant, byWorker] of this.instances) {
@@ -48,13 +56,17 @@ export class ClusterView {
     const gone: WorkerReport[] = [];
     for (const [id, w] of this.workers) {
       if (nowMs - w.seenAtMs > WORKER_STALE_MS) {
-        this.workers.delete(id);
-        for (const byWorker of this.instances.values()) byWorker.delete(id);
+        this.forget(id);
         gone.push(w.report);
       }
     }
     if (gone.length) this.recomputeLoad();
     return gone;
+  }
+
+  private forget(worker: string): void {
+    this.workers.delete(worker);
+    for (const byWorker of this.instances.values()) byWorker.delete(worker);
   }
 
   /**
@@ -115,17 +127,52 @@ export class ClusterView {
     return false;
   }
 
-  workerViews(): WorkerView[] {
-    return [...this.workers.values()].map(({ report, seenAtMs }) => ({
-      worker: report.worker,
-      hardware: report.hardware,
-      utilisation: report.variants.reduce((sum, v) => sum + v.utilisation, 0) / Math.max(1, report.threads),
-      threads: report.threads,
-      threadsUsed: report.threadsUsed,
-      memoryBytes: report.memoryBytes,
-      memoryUsedBytes: report.memoryUsedBytes,
-      variants: report.variants.map((v) => v.variant),
-      seenAtMs,
-    }));
+  /**
+   * Each worker as placement sees it: its latest report, with the state events since. A variant
+   * unloaded since the report (the event came first: reports are a second apart) no longer runs there
+   * and gives back what its instances held; one loading since (not listed yet) runs there and holds
+   * one instance's worth. `footprint` is what one instance of a variant holds (the catalog's); without
+   * it the report's figures stand.
+   */
+  workerViews(footprint?: (variant: string) => { threads: number; memoryBytes: number } | undefined): WorkerView[] {
+    return [...this.workers.values()].map(({ report, seenAtMs }) => {
+      const worker = report.worker;
+      let threadsUsed = report.threadsUsed;
+      let memoryUsedBytes = report.memoryUsedBytes;
+      const variants: string[] = [];
+      const listed = new Set<string>();
+      for (const v of report.variants) {
+        listed.add(v.variant);
+        if (this.instances.get(v.variant)?.has(worker)) variants.push(v.variant);
+        else {
+          const f = footprint?.(v.variant);
+          const n = v.instances + (v.loading ?? 0);
+          if (f && v.state !== "inactive") {
+            threadsUsed -= f.threads * n;
+            memoryUsedBytes -= f.memoryBytes * n;
+          }
+        }
+      }
+      for (const [variant, byWorker] of this.instances) {
+        if (listed.has(variant) || !byWorker.has(worker)) continue;
+        variants.push(variant);
+        const f = footprint?.(variant);
+        if (f) {
+          threadsUsed += f.threads;
+          memoryUsedBytes += f.memoryBytes;
+        }
+      }
+      return {
+        worker,
+        hardware: report.hardware,
+        utilisation: report.variants.reduce((sum, v) => sum + v.utilisation, 0) / Math.max(1, report.threads),
+        threads: report.threads,
+        threadsUsed: Math.max(0, threadsUsed),
+        memoryBytes: report.memoryBytes,
+        memoryUsedBytes: Math.max(0, memoryUsedBytes),
+        variants,
+        seenAtMs,
+      };
+    });
   }
 }

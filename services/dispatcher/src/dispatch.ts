@@ -28,6 +28,7 @@ import { makeHeaders, replyError, type Bus, type Logger } from "@sloserve/bus";
 import type { Catalog } from "@sloserve/store";
 import {
   chooseWorker,
+  footprintOf,
   PACK_BELOW_UTILISATION,
   isLoadPending,
   modelQueryCandidates,
@@ -145,7 +146,7 @@ export class Dispatcher {
   requestLoad(variant: VariantRecord, reason: string, nowMs: number, constraints: Pick<LoadRequest, "maxUtilisation" | "allowOversubscription"> = { maxUtilisation: undefined, allowOversubscription: true }): LoadPlacement {
     if (isLoadPending(this.pendingLoads.get(variant.name), nowMs)) return { outcome: "placed", reason: `a load of ${variant.name} is already pending` };
     const placement = chooseWorker(
-      this.cluster.workerViews(),
+      this.cluster.workerViews(this.footprint),
       {
         variant: variant.name,
         hardware: variant.hardware,
@@ -176,6 +177,14 @@ export class Dispatcher {
     });
     return { outcome: "placed", reason: `on ${worker}: ${placement.reason}` };
   }
+
+  /** What one instance of a variant holds on a worker (the catalog's figures), for placement's view. */
+  private readonly footprint = (name: string): { threads: number; memoryBytes: number } | undefined => {
+    const v = this.catalog.variants.get(name);
+    if (!v) return undefined;
+    const f = footprintOf(v);
+    return { threads: f.threads, memoryBytes: f.memoryBytes };
+  };
 
   private readonly rescuing = new Set<string>();
 

@@ -149,9 +149,10 @@ async function report(
   clock: ManualClock,
   worker: string,
   variants: Array<{ variant: string; state: VariantState; arrivals?: number; queueLength?: number; utilisation?: number }>,
-  o: { hardware?: WorkerReport["hardware"]; threads?: number; threadsUsed?: number } = {},
+  o: { hardware?: WorkerReport["hardware"]; threads?: number; threadsUsed?: number; leaving?: boolean } = {},
 ): Promise<void> {
   const r: WorkerReport = {
+    ...(o.leaving ? { leaving: true } : {}),
     worker,
     hardware: o.hardware ?? "cpu",
     atMs: clock.now(),
@@ -294,7 +295,8 @@ describe("dispatcher - model queries", () => {
     await report(clock, "w1", []);
     await ask(subjects.inferModel(m.name), body());
     clock.advance(1_000);
-    await stateEvent(clock, a, "w1", "failed", "loading");
+    // (a load that fails ends Inactive: libs/executor worker.ts)
+    await stateEvent(clock, a, "w1", "inactive", "loading");
     await ask(subjects.inferModel(m.name), body());
     expect((await commandsFor(a.name)).map((c) => c.atMs)).toEqual([T0, T0 + 1_000]);
   });
@@ -316,6 +318,36 @@ describe("dispatcher - model queries", () => {
     await report(clock, "w1", []);
     const r = await ask(subjects.inferModel(m.name), body());
     expect(r.error).toEqual({ code: "no_capacity", error: "model 'm5' cannot be served now: no worker of hardware gpu is running" });
+  });
+
+  it("dispatcher - a variant unloaded after its worker's last report may be loaded there again at once", async () => {
+    // The worker reports each second; the state event of an unload comes between two reports. Placement
+    // read the report alone and refused: "every live cpu worker already runs m10-a" (a live replay lost
+    // 6 queries so, in the 0.23 s before the next report).
+    const { clock } = startDispatcher();
+    const m = model("m10");
+    const a = variant("m10-a", m);
+    await register(m, [a]);
+    await report(clock, "w1", [{ variant: a.name, state: "active" }], { threads: 1, threadsUsed: 1 });
+    clock.advance(300);
+    await stateEvent(clock, a, "w1", "unloading", "active");
+    await stateEvent(clock, a, "w1", "inactive", "unloading");
+    const r = await ask(subjects.inferModel(m.name), body());
+    expect(r.variant).toBe(a.name);
+    expect((await commandsFor(a.name)).map((c) => c.atMs)).toEqual([T0 + 300]);
+    expect(commands.filter((c) => c.command.variant === a.name).map((c) => c.worker)).toEqual(["w1"]);
+  });
+
+  it("dispatcher - a leaving worker's last report: it is forgotten at once, not after its heartbeat's timeout", async () => {
+    const { clock } = startDispatcher();
+    const m = model("m11");
+    await register(m, [variant("m11-a", m)]);
+    await report(clock, "w1", []);
+    clock.advance(100);
+    await report(clock, "w1", [], { leaving: true });
+    const r = await ask(subjects.inferModel(m.name), body());
+    expect(r.error).toEqual({ code: "no_capacity", error: "model 'm11' cannot be served now: no worker of hardware cpu is running" });
+    expect(await commandsFor("m11-a")).toEqual([]);
   });
 
   it("dispatcher - a worker whose heartbeat is older than 5 s by the clock does not count", async () => {
@@ -480,5 +512,47 @@ describe("dispatcher - rescue", () => {
     await register(m, [a]);
     expect(await dispatcher.rescue(a.name)).toBe(0);
     expect(logLines.some((l) => l["msg"] === "no queue consumer for the unloaded variant: nothing to rescue" && l["variant"] === a.name)).toBe(true);
+  });
+});
+
+describe("dispatcher - the cluster view placement reads", () => {
+  const reportOf = (worker: string, variants: Array<{ variant: string; state: VariantState; instances?: number; loading?: number }>, threadsUsed: number, memoryUsedBytes: number): WorkerReport => ({
+    worker,
+    hardware: "cpu",
+    atMs: T0,
+    startedAtMs: T0,
+    threads: 4,
+    threadsUsed,
+    memoryBytes: 8e9,
+    memoryUsedBytes,
+    rssBytes: 1e8,
+    variants: variants.map((v) => ({ variant: v.variant, state: v.state, instances: v.instances ?? 1, ...(v.loading !== undefined ? { loading: v.loading } : {}), sloMisses: 0, batchP50Ms: 0, batchSizeP50: 0, arrivals: 0, served: 0, errors: 0, batches: 0, queueLength: 0, latencyP50Ms: 0, latencyP99Ms: 0, utilisation: 0 })),
+  });
+  const event = (variant: string, worker: string, state: VariantState, previous: VariantState): StateEvent => ({ variant, model: "m", worker, hardware: "cpu", state, previous, reason: "test", atMs: T0 + 1 });
+  const footprint = (v: string) => ({ "v-a": { threads: 1, memoryBytes: 100 }, "v-b": { threads: 2, memoryBytes: 300 } })[v];
+
+  it("dispatcher - state events after a report: an unloaded variant gives its instances' threads and memory back, a loading one holds one instance's", () => {
+    const c = new ClusterView();
+    c.applyReport(reportOf("w1", [{ variant: "v-a", state: "active", instances: 2 }], 2, 200), T0);
+    expect(c.workerViews(footprint)[0]).toMatchObject({ variants: ["v-a"], threadsUsed: 2, memoryUsedBytes: 200 });
+    c.applyState(event("v-a", "w1", "inactive", "unloading"));
+    c.applyState(event("v-b", "w1", "loading", "inactive"));
+    expect(c.workerViews(footprint)[0]).toMatchObject({ variants: ["v-b"], threadsUsed: 2, memoryUsedBytes: 300 });
+    // Without footprints the report's figures stand; the variants still follow the events.
+    expect(c.workerViews()[0]).toMatchObject({ variants: ["v-b"], threadsUsed: 2, memoryUsedBytes: 200 });
+    // The next report is the worker's full truth again.
+    c.applyReport({ ...reportOf("w1", [{ variant: "v-b", state: "loading", instances: 0, loading: 1 }], 2, 300), atMs: T0 + 1000 }, T0 + 1000);
+    expect(c.workerViews(footprint)[0]).toMatchObject({ variants: ["v-b"], threadsUsed: 2, memoryUsedBytes: 300 });
+  });
+
+  it("dispatcher - a leaving report forgets the worker and its instances; the load it carried is recomputed", () => {
+    const c = new ClusterView();
+    c.applyReport(reportOf("w1", [{ variant: "v-a", state: "active" }], 1, 100), T0);
+    c.applyReport(reportOf("w2", [{ variant: "v-a", state: "active" }], 1, 100), T0);
+    expect(c.servingInstances("v-a")).toBe(2);
+    c.applyReport({ ...reportOf("w2", [], 0, 0), atMs: T0 + 500, leaving: true }, T0 + 500);
+    expect(c.workerViews().map((w) => w.worker)).toEqual(["w1"]);
+    expect(c.servingInstances("v-a")).toBe(1);
+    expect(c.hasLiveWorker("cpu", T0 + 500)).toBe(true);
   });
 });

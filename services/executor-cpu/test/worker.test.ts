@@ -5,7 +5,7 @@ import { connectBus, createLogger, makeHeaders, type Bus } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
 import { startNats, startRedis, ocrModels, type ServerHandle } from "@sloserve/stack";
 import { Worker, onnxBackend } from "@sloserve/executor";
-import { ManualClock, contentTypes, encodeTensors, headers, subjects, stateEventSchema, type StateEvent, type VariantRecord } from "@sloserve/contracts";
+import { ManualClock, contentTypes, encodeTensors, headers, subjects, stateEventSchema, workerReportSchema, type StateEvent, type VariantRecord, type WorkerReport } from "@sloserve/contracts";
 
 /**
  * The worker shell with an injected clock, on a real nats-server and redis-server with a real ONNX
@@ -135,6 +135,8 @@ describe("executor-cpu worker shell", () => {
     const held = { ...real, load: async (...args: Parameters<typeof real.load>) => (await gate, real.load(...args)) };
     const w = new Worker(bus, store, held, { id: "w-stopping", threads: 1, memoryBytes: 1 << 30, reportEveryMs: 3_600_000, profile: false }, createLogger("worker-test", "warn"), clock);
     await w.start();
+    const reports: WorkerReport[] = [];
+    const reportSub = bus.nc.subscribe(subjects.workerMetrics("w-stopping"), { callback: (_e, m) => void reports.push(workerReportSchema.parse(m.json())) });
     const loading = w.execute({ id: "c-stop", action: "load", variant: variant.name, reason: "test", atMs: clock.now() });
     await until(() => events.some((e) => e.worker === "w-stopping" && e.state === "loading"));
     const stopped = w.stop();
@@ -148,6 +150,10 @@ describe("executor-cpu worker shell", () => {
       ["inactive", "worker stopping: load abandoned"],
     ]);
     expect((await store.listInstances()).filter((i) => i.worker === "w-stopping")).toEqual([]);
+    // Its last report says it leaves, with nothing loaded: readers forget it at once.
+    await until(() => reports.some((r) => r.leaving === true));
+    reportSub.unsubscribe();
+    expect(reports.at(-1)).toMatchObject({ worker: "w-stopping", leaving: true, variants: [] });
   });
 
   it("worker - unload makes the variant inactive", async () => {

@@ -96,6 +96,10 @@ export class DashboardFeed {
   worker(r: WorkerReport, seenAtMs: number): void {
     const prev = this.workers.get(r.worker);
     if (prev && prev.report.atMs > r.atMs) return;
+    if (r.leaving) {
+      this.workers.delete(r.worker);
+      return;
+    }
     this.workers.set(r.worker, { report: r, seenAtMs });
     const b = this.second(r.atMs - 1);
     for (const v of r.variants) {

@@ -132,6 +132,11 @@ export class ModelAutoscalerController {
   applyReport(report: WorkerReport): void {
     const prev = this.reports.get(report.worker);
     if (prev && prev.report.atMs > report.atMs) return;
+    // A leaving worker (a clean stop) takes no more instances: forgotten now, not after its timeout.
+    if (report.leaving) {
+      this.reports.delete(report.worker);
+      return;
+    }
     this.reports.set(report.worker, { report, seenAtMs: this.clock.now() });
   }
 

@@ -238,6 +238,15 @@ describe("model-autoscaler controller", () => {
     expect(runs).toEqual({ name: "g", kind: "gpu", atMs: 1000, seenAtMs: 1100, utilisation: 0, free: { threads: 2, memoryBytes: 8e8, accelerators: 2, acceleratorMemoryBytes: 31.8e9 }, variants: { g8: { ready: 1, loading: 1, arrivalsQps: 7 } } });
   });
 
+  it("model-autoscaler controller - a leaving worker's last report: it is forgotten at once (no move or replica goes to it)", () => {
+    const controller = new ModelAutoscalerController(bus, new Catalog(store), log, new ManualClock(T0));
+    const w = new TestWorker({ name: "leaver", hardware: "cpu", threads: 2, memoryBytes: 1e9 }, new Map());
+    controller.applyReport(w.report(T0, {}));
+    expect(controller.workerRuns().map((r) => r.name)).toEqual(["leaver"]);
+    controller.applyReport({ ...w.report(T0 + 500, {}), leaving: true });
+    expect(controller.workerRuns()).toEqual([]);
+  });
+
   it("model-autoscaler controller - two GPU variants share one GPU during an upgrade, each priced by its footprint", async () => {
     // g1: batch 1, 200 QPS, 6 GB of GPU memory; g8: 800 QPS, 5 GB. One GPU of 16 GB. At 300 QPS
     // (target 315): replicate g1 ×1 costs 1.25·C1; upgrade to g8 costs 1.25·C8 − C1 = 1.25·(5/6)·C1 − C1

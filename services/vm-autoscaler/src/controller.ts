@@ -24,6 +24,7 @@ import {
   DEFAULT_VM_AUTOSCALER_CONFIG,
   emptyMachinePlanState,
   planMachines,
+  reportUtilization,
   toVariantProfile,
   type AppForecast,
   type AppSloSample,
@@ -38,7 +39,7 @@ import {
 } from "@sloserve/policy";
 import type { ProviderEvent, WorkerInstance, WorkerProvider } from "@sloserve/providers";
 import { costSummary, type VmMetrics, type WorkerState } from "./costs.js";
-import { machineView, reportHasArrivals, reportUtilization, sloOutcomes, type HeldReport } from "./views.js";
+import { machineView, reportHasArrivals, sloOutcomes, type HeldReport } from "./views.js";
 
 /**
  * The stateful shell of the VM autoscaler (DESIGN §3 "VM-level autoscaling", "Predictive
@@ -188,6 +189,9 @@ export class VmAutoscalerController {
   }
 
   applyReport(report: WorkerReport): void {
+    // A leaving worker's last report (a clean stop) is left out: its heartbeat stops, and the views
+    // tell a worker that left (its records removed) from one that was lost, as for any silent worker.
+    if (report.leaving) return;
     if (this.gone.delete(report.worker)) this.log.info({ worker: report.worker }, "a worker thought gone reports again");
     const prev = this.reports.get(report.worker);
     if (prev && prev.report.atMs >= report.atMs) return;

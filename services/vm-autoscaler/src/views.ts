@@ -1,5 +1,5 @@
 import type { VariantRecord, WorkerReport } from "@sloserve/contracts";
-import type { MachineView } from "@sloserve/policy";
+import { reportUtilization, type MachineView } from "@sloserve/policy";
 import type { WorkerInstance } from "@sloserve/providers";
 
 /**
@@ -9,7 +9,7 @@ import type { WorkerInstance } from "@sloserve/providers";
  *
  * - utilisation: the busy share of what the worker offers — for a CPU worker Σ busy fraction × threads
  *   of each variant / the worker's threads, for an accelerator worker Σ busy fraction / accelerators
- *   (`reportUtilization`); the controller gives the mean of the reports since its last tick, the
+ *   (libs/policy `reportUtilization`); the controller gives the mean of the reports since its last tick, the
  *   interval over which the simulator measures a machine's busy time (one report alone is one second);
  * - serving: an Active (or Overloaded / Interfered) variant had arrivals within the last
  *   `servingWindowMs` (5 s, the variant state machine's load window);
@@ -80,14 +80,6 @@ export function machineView(input: ViewInput): MachineView | undefined {
     ...(input.lostReason !== undefined ? { lostReason: input.lostReason } : {}),
     ...(input.interruptAtMs !== undefined ? { interruptAtMs: input.interruptAtMs } : {}),
   };
-}
-
-/** The busy share of what a worker offers in one report (see the header). */
-export function reportUtilization(report: WorkerReport, variants: ReadonlyMap<string, VariantRecord>): number {
-  let busy = 0;
-  for (const v of report.variants) busy += v.utilisation * (report.hardware === "cpu" ? (variants.get(v.variant)?.threads ?? 1) : 1);
-  const offered = report.hardware === "cpu" ? report.threads : Math.max(1, report.accelerators ?? 1);
-  return Math.min(1, busy / offered);
 }
 
 /** Whether a report shows arrivals at a serving variant. */

@@ -354,6 +354,14 @@ export interface ReplaySimInput {
    */
   reportTimesMs?: readonly number[];
   /**
+   * The stack's worker's utilisation as the live vm-autoscaler read it at the window's first tick (the
+   * mean of its reports in the tick before the window: the window starts on a tick). Given, the
+   * simulator's VM autoscaler ticks at 0 with it, as the live one does (infaas.ts `vmStartReading`);
+   * without it, a first tick at `vmTickMs` reads that tick's reports alone, where live reads them with
+   * the quiet seconds before the window. @default none
+   */
+  startUtilization?: number;
+  /**
    * The workers' median batch time over their mean, one figure or one per second (measured live):
    * what the dispatcher's overflow estimate reads of the batches, the median, against what their busy
    * time sums, the mean (Machine `observedFactor`). The variant-state rule reads the mean, as the
@@ -436,6 +444,7 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
     sloMonitor: true,
     refuseUnplaceable: true,
     ...(input.reportTimesMs ? { reportTimesMs: input.reportTimesMs } : {}),
+    ...(input.startUtilization !== undefined ? { vmStartReading: input.startUtilization } : {}),
     overflow: { pool, onOverflow: (_q, nowMs) => void (overflowPerSecond[Math.floor(nowMs / 1000)]! += 1) },
   });
 

@@ -147,6 +147,13 @@ export interface InfaasSystemOptions {
    */
   reportTimesMs?: readonly number[];
   /**
+   * The initial workers' utilisation as the VM autoscaler reads it at t = 0 (a live vm-autoscaler that
+   * was running before the window reads the reports of the tick before it). Given, the VM tick runs at
+   * 0 too, with this reading, as the live one does at the window's first second; a worker read over
+   * two ticks (`readingTicks`) then has it as its first. @default none (the first VM tick at `vmPeriodMs`)
+   */
+  vmStartReading?: number;
+  /**
    * A load no machine has room for is refused, as the live dispatcher does ("cannot place variant"),
    * instead of being deferred to a machine the VM autoscaler launches for it. @default false (deferred)
    */
@@ -623,8 +630,11 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   /** What each machine ran, remembered at every tick (the metadata store), to restore a lost one. */
   const lostVariants = new Map<Machine, string[]>();
   const planConfig: Partial<MachinePlanConfig> = { ...(opts.planConfig ?? {}), vm: opts.vmConfig ?? {} };
+  /** The tick at 0 reads the given start reading (set below), not a measure. */
+  let startReading = opts.vmStartReading !== undefined;
   const vmTick = (nowMs: number): void => {
-    measureUtilization(nowMs);
+    if (startReading) startReading = false;
+    else measureUtilization(nowMs);
     // Machines terminated for good (not lost: the plan remembers those) are read no more: forget
     // them, so that each tick scans the fleet, not its history.
     let kept = 0;
@@ -741,7 +751,10 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     sim.every(1000, report, (times[times.length - 1] ?? 0) + 1000);
   }
   sim.every(opts.modelPeriodMs ?? 1000, monitorTick);
-  sim.every(opts.vmPeriodMs ?? 2000, vmTick);
+  if (opts.vmStartReading !== undefined) {
+    for (const m of machines) utilCache.set(m, opts.vmStartReading);
+    sim.every(opts.vmPeriodMs ?? 2000, vmTick, 0);
+  } else sim.every(opts.vmPeriodMs ?? 2000, vmTick);
 
   return {
     log,
