@@ -259,7 +259,9 @@ const subs: Subscription[] = [
         const r = workerReportSchema.parse(m.json());
         const now = Date.now();
         if (r.leaving) {
-          workerSeen.delete(r.worker);
+          // (it is up no more; when it was first seen stays: its boot time)
+          const gone = workerSeen.get(r.worker);
+          if (gone) gone.last = -Infinity;
           return;
         }
         const w = workerSeen.get(r.worker);
