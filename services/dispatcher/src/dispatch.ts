@@ -42,6 +42,7 @@ import {
   type QueryRequirements,
   type RouteCandidate,
   type VariantDispatchView,
+  type VariantFootprint,
 } from "@sloserve/policy";
 import type { ClusterView } from "./cluster.js";
 import type { SelectionView } from "./selection-view.js";
@@ -179,11 +180,9 @@ export class Dispatcher {
   }
 
   /** What one instance of a variant holds on a worker (the catalog's figures), for placement's view. */
-  private readonly footprint = (name: string): { threads: number; memoryBytes: number } | undefined => {
+  private readonly footprint = (name: string): VariantFootprint | undefined => {
     const v = this.catalog.variants.get(name);
-    if (!v) return undefined;
-    const f = footprintOf(v);
-    return { threads: f.threads, memoryBytes: f.memoryBytes };
+    return v ? footprintOf(v) : undefined;
   };
 
   private readonly rescuing = new Set<string>();
