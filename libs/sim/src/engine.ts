@@ -67,7 +67,7 @@ import {
 } from "./entities.js";
 import { EventHeap } from "./heap.js";
 import { BinCounter, LatencySample } from "./stats.js";
-import type { ArrivalProcess } from "./workload.js";
+import type { ArrivalProcess } from "@sloserve/policy";
 
 export * from "./entities.js";
 

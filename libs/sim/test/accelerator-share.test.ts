@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { footprintPricePerSecond, instanceOffer, pricePerSecond, variantResources, type VariantFootprint, type VariantProfile } from "@sloserve/policy";
 import { Simulator } from "../src/engine.js";
 import { installInfaas } from "../src/systems/infaas.js";
-import { ScheduledArrivals, constantRate } from "../src/workload.js";
+import { ScheduledArrivals, constantRate } from "@sloserve/policy";
 
 /**
  * Accelerators shared and priced by footprint (INFaaS §4.2.1 constraint 3, §6.2) in the simulator's

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { inferlineRealTraces, rescaledMinuteRates, splitTrace } from "../src/scenarios/inferline-real-traces.js";
 import { rateChangeSchedule, runSensitivity } from "../src/scenarios/inferline-sensitivity.js";
-import { scheduleDurationMs } from "../src/workload.js";
+import { scheduleDurationMs } from "@sloserve/policy";
 
 type Row = Record<string, string | number>;
 const readDataFile = (name: string): string => readFileSync(new URL(`../data/${name}`, import.meta.url), "utf8");

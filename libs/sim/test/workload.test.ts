@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { createRng } from "@sloserve/policy";
+import { createRng } from "../src/index.js";
 import {
   ScheduledArrivals,
   arrivalTimes,

@@ -12,7 +12,7 @@ import { createFunctionPath } from "./functions.js";
 import { OverflowPath } from "./overflow.js";
 import { BusStageBackend, PipelineRegistry, PipelineService } from "./pipelines.js";
 import { PipelineStats } from "./pipeline-stats.js";
-import { builtinSteps } from "./pipeline-steps.js";
+import { builtinSteps } from "./builtin-steps.js";
 import { DispatcherMetrics } from "./metrics.js";
 import { startServiceMetrics } from "@sloserve/metrics";
 

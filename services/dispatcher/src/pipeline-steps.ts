@@ -1,6 +1,5 @@
 import { allocate, elementCount, type Tensor, type TensorData } from "@sloserve/contracts";
 import { isTensor, type StageDatum, type StageResult, type StageValue, type StepDescriptor } from "@sloserve/policy";
-import { OCR_STEPS } from "./ocr-steps.js";
 
 /**
  * Built-in pipeline steps: named processing functions a pipeline stage can run between model stages
@@ -13,7 +12,7 @@ import { OCR_STEPS } from "./ocr-steps.js";
  *
  * The OCR pipeline's processing (libs/ocr) registers here too (ocr-steps.ts: `ocr-decode-det`, the
  * fan-out `ocr-boxes`, `ocr-cls-pre`, `ocr-direction`, `ocr-rotate`, `ocr-rec-pre`, `ocr-ctc` and the join
- * `ocr-assemble`); a new step is one more entry in {@link builtinSteps}, and the registry validates specs
+ * `ocr-assemble`); a new step is one more entry in builtin-steps.ts `builtinSteps`, and the registry validates specs
  * that name it.
  *
  * Steps run on the dispatcher's event loop: keep them to light array work (decoding, slicing, decoding
@@ -189,8 +188,3 @@ export const label: PipelineStep = {
 
 /** The steps every dispatcher offers. */
 export const GENERIC_STEPS: readonly PipelineStep[] = [splitRows, concatRows, mean, argmax, label];
-
-/** The dispatcher's step registry: the generic steps and OCR's (ocr-steps.ts). */
-export function builtinSteps(): StepRegistry {
-  return new StepRegistry([...GENERIC_STEPS, ...OCR_STEPS]);
-}

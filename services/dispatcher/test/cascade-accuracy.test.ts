@@ -6,7 +6,7 @@ import { digitsCascadeSpec, digitsModels, type BundledModel } from "@sloserve/st
 import { OnnxRunner } from "@sloserve/runtime";
 import { Network, readManifest } from "@sloserve/zoo";
 import { runPipelineQuery, type ModelStageBackend } from "../src/pipeline-run.js";
-import { builtinSteps } from "../src/pipeline-steps.js";
+import { builtinSteps } from "../src/builtin-steps.js";
 
 /**
  * The bundled cascade (libs/stack `digitsCascadeSpec`) against its accurate model alone, on the first 500

@@ -7,7 +7,7 @@ import { inspectModel } from "@sloserve/runtime";
 import { characterAccuracy, loadOcrRunners, ocrModelFiles, parseDictionary, runOcrLocally } from "@sloserve/ocr";
 import { renderTextImage, syntheticSet } from "@sloserve/ocr/synthetic";
 import { runPipelineQuery, type ModelStageBackend } from "../src/pipeline-run.js";
-import { builtinSteps } from "../src/pipeline-steps.js";
+import { builtinSteps } from "../src/builtin-steps.js";
 import { ocrAssemble, ocrClsPre, ocrCtc, ocrDecodeDet, ocrDirection, ocrRecPre } from "../src/ocr-steps.js";
 
 /**

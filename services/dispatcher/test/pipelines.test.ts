@@ -27,7 +27,7 @@ import { Dispatcher } from "../src/dispatch.js";
 import { followEvents, syncModel } from "../src/events.js";
 import { BusStageBackend, PipelineRegistry, PipelineService } from "../src/pipelines.js";
 import { PipelineStats } from "../src/pipeline-stats.js";
-import { builtinSteps } from "../src/pipeline-steps.js";
+import { builtinSteps } from "../src/builtin-steps.js";
 
 /**
  * The pipeline executor in the dispatcher, on a real nats-server (JetStream) and redis-server, with a

@@ -37,7 +37,7 @@ import {
   type TunerOptions,
   type TunerState,
 } from "@sloserve/policy";
-import { arrivalTimes, binCounts, gammaArrivals, traceArrivals, traceRates } from "@sloserve/sim";
+import { arrivalTimes, binCounts, gammaArrivals, traceArrivals, traceRates } from "@sloserve/policy";
 import type { ModelAutoscalerController } from "./controller.js";
 
 /**

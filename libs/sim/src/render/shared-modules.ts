@@ -143,10 +143,10 @@ const ROWS: Row[] = [
     simulator: "— (scenarios take their profiles from the papers, hardware.ts)",
   },
   {
-    module: "costs.ts, rng.ts, quantile.ts",
-    decides: "prices and billing; the seeded PRNG; quantiles",
-    service: "dispatcher (costs via dispatch.ts), executors (quantile)",
-    simulator: "billing.ts, engine.ts, workload.ts, stats.ts, the scenarios",
+    module: "costs.ts, rng.ts, quantile.ts, arrivals.ts",
+    decides: "prices and billing; the seeded PRNG; quantiles; arrival processes (rate schedules, Gamma inter-arrivals, trace replay)",
+    service: "dispatcher (costs via dispatch.ts), executors (quantile), model-autoscaler (arrivals: the pipeline planner's sample traces)",
+    simulator: "billing.ts, engine.ts, stats.ts, the scenarios (their workloads)",
   },
 ];
 

@@ -40,7 +40,7 @@ import { INFAAS_ARCHITECTURES, INFAAS_POPULAR, architectureLatencies, infaasE2eV
 import type { Chart, Scenario, ScenarioOptions, ScenarioResult, SystemResult } from "../scenario.js";
 import { installInfaas, type InfaasSystemOptions } from "../systems/infaas.js";
 import { gapThreshold, minuteRates } from "../trace.js";
-import { ScheduledArrivals, traceRates, type RateSchedule } from "../workload.js";
+import { ScheduledArrivals, traceRates, type RateSchedule } from "@sloserve/policy";
 import { fillGaps, twitterLikeMinutes } from "./mark-twitter.js";
 
 /** §6.1: the queries of the paper's run. */

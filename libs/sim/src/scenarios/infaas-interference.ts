@@ -40,7 +40,7 @@ import type { MachineOptions, Replica } from "../entities.js";
 import { clipperPlus, infaasSystem, smPlus } from "../systems/baselines.js";
 import { installInfaas, type DecisionLogEntry, type InfaasSystemOptions } from "../systems/infaas.js";
 import { gapThreshold, minuteRates } from "../trace.js";
-import { ScheduledArrivals, type RateSchedule } from "../workload.js";
+import { ScheduledArrivals, type RateSchedule } from "@sloserve/policy";
 import type { Chart, Scenario, ScenarioOptions, ScenarioResult, SystemResult } from "../scenario.js";
 import { runSelection, type SelectionRun } from "./infaas-selection.js";
 

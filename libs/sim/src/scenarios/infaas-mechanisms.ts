@@ -21,7 +21,7 @@ import type { VariantProfile } from "@sloserve/policy";
 import { Simulator, type SimResult } from "../engine.js";
 import type { Scenario, ScenarioOptions, ScenarioResult, SystemResult } from "../scenario.js";
 import { installInfaas, type DecisionLogEntry } from "../systems/infaas.js";
-import { ScheduledArrivals, constantRate, stepRates } from "../workload.js";
+import { ScheduledArrivals, constantRate, stepRates } from "@sloserve/policy";
 
 const CPU = { type: "c5.xlarge", kind: "cpu", pricePerS: 0.17 / 3600, bootMs: 20_000, resources: { cores: 4 } };
 

@@ -20,7 +20,7 @@ import type { MachineOptions } from "../entities.js";
 import { infaasResnet50Variants } from "../hardware.js";
 import { clipperPlus, infaasSystem, smPlus } from "../systems/baselines.js";
 import { installInfaas, type InfaasSystemOptions } from "../systems/infaas.js";
-import { ScheduledArrivals, constantRate, rampRates, spikeRates, type RateSchedule } from "../workload.js";
+import { ScheduledArrivals, constantRate, rampRates, spikeRates, type RateSchedule } from "@sloserve/policy";
 import type { Chart, Scenario, ScenarioOptions, ScenarioResult, SystemResult } from "../scenario.js";
 
 export const SELECTION_SLO_MS = 1000;

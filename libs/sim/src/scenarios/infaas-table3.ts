@@ -13,7 +13,7 @@ import { cheapestMix, type VariantProfile } from "@sloserve/policy";
 import { Simulator, type SimResult } from "../engine.js";
 import type { Queue } from "../entities.js";
 import { INFAAS_TABLE2, replicaOptionsFor } from "../hardware.js";
-import { ScheduledArrivals, constantRate } from "../workload.js";
+import { ScheduledArrivals, constantRate } from "@sloserve/policy";
 import type { Scenario, ScenarioOptions, ScenarioResult, SystemResult } from "../scenario.js";
 
 interface Case {

@@ -41,7 +41,7 @@ import {
 import { Simulator } from "../engine.js";
 import type { SystemResult } from "../scenario.js";
 import { installPipeline } from "../systems/inferline.js";
-import { ScheduledArrivals, arrivalTimes, type RateSchedule } from "../workload.js";
+import { ScheduledArrivals, arrivalTimes, type RateSchedule } from "@sloserve/policy";
 
 /** InferLine §6: a K80 is priced as p2.8xlarge minus r4.8xlarge, per GPU; a CPU as one vCPU of r4.8xlarge. */
 export const K80_PER_HOUR = acceleratorPerHour("p2.8xlarge", "r4.8xlarge");

@@ -12,7 +12,7 @@
  */
 import { configCostPerHour, planCoarseGrained, planPipeline, type Pipeline } from "@sloserve/policy";
 import type { Chart, Scenario, ScenarioResult, SystemResult } from "../scenario.js";
-import { constantRate } from "../workload.js";
+import { constantRate } from "@sloserve/policy";
 import { IMAGE_PROCESSING, INFERLINE_PROFILES, SOCIAL_MEDIA, VIDEO_MONITORING, makeTrace, serveLive } from "./inferline-common.js";
 
 const SLO_MS = 150;

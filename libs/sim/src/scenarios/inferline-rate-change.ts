@@ -14,7 +14,7 @@ import {
   configCostPerHour, makeTunerPlan, planCoarseGrained, planPipeline, unitConfig, type PipelineConfig,
 } from "@sloserve/policy";
 import type { Chart, Scenario, ScenarioResult, SystemResult } from "../scenario.js";
-import { constantRate, rampRates, concatRates } from "../workload.js";
+import { constantRate, rampRates, concatRates } from "@sloserve/policy";
 import { INFERLINE_PROFILES, SOCIAL_MEDIA, concatTraces, liveSystemResult, makeTrace, serveLive, type LiveOutcome, type Trace } from "./inferline-common.js";
 
 const SLO_MS = 150;

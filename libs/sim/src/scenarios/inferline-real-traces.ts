@@ -26,7 +26,7 @@ import {
 } from "@sloserve/policy";
 import type { Chart, Scenario, ScenarioResult, SystemResult } from "../scenario.js";
 import { parseTrace } from "../trace.js";
-import { binCounts } from "../workload.js";
+import { binCounts } from "@sloserve/policy";
 import { INFERLINE_PROFILES, SOCIAL_MEDIA, liveSystemResult, makeTrace, serveLive, type Controller, type LiveOutcome, type Trace } from "./inferline-common.js";
 
 const SLO_MS = 150;

@@ -20,7 +20,7 @@ import {
   type Pipeline, type PipelineConfig,
 } from "@sloserve/policy";
 import type { Chart, Scenario, ScenarioResult, SystemResult } from "../scenario.js";
-import { concatRates, constantRate, rampRates, type RateSchedule } from "../workload.js";
+import { concatRates, constantRate, rampRates, type RateSchedule } from "@sloserve/policy";
 import { IMAGE_PROCESSING, INFERLINE_PROFILES, SOCIAL_MEDIA, liveSystemResult, makeTrace, serveLive, type Controller, type LiveOutcome, type Trace } from "./inferline-common.js";
 
 const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;

@@ -49,7 +49,7 @@ import {
 import { Simulator, drop, type Machine, type Query, type Queue, type SimResult } from "../engine.js";
 import { MARK_BATCHING, MARK_CAPACITIES, MARK_TABLE2 } from "../hardware.js";
 import { queueAhead } from "../queue-ahead.js";
-import { traceArrivals, type RateSchedule } from "../workload.js";
+import { traceArrivals, type RateSchedule } from "@sloserve/policy";
 
 export type MarkSystem = "sagemaker-2x" | "mark-ondemand" | "mark-spot" | "combined";
 

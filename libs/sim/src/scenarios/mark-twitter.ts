@@ -17,7 +17,7 @@
 import { createRng, lowerQuantileSorted, type Predictor } from "@sloserve/policy";
 import type { Scenario, ScenarioOptions, ScenarioResult } from "../scenario.js";
 import { gapThreshold, minuteRates } from "../trace.js";
-import type { RateSchedule } from "../workload.js";
+import type { RateSchedule } from "@sloserve/policy";
 import { markResult } from "./mark-report.js";
 import { historyFromRates, inceptionV3, runMark, type MarkSystem } from "./mark-system.js";
 

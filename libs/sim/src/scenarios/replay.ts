@@ -35,7 +35,7 @@ import { Simulator, type Machine, type MachineOptions } from "../engine.js";
 import { installInfaas } from "../systems/infaas.js";
 import type { Chart, Scenario, ScenarioResult } from "../scenario.js";
 import { minuteRates, type TraceData } from "../trace.js";
-import { ReplayArrivals, arrivalTimes, traceArrivals, type RateSchedule } from "../workload.js";
+import { ReplayArrivals, arrivalTimes, traceArrivals, type RateSchedule } from "@sloserve/policy";
 
 /** Trace-time values of the compressed settings (what a day of real operation would use). */
 export const TRACE_TIME = {

@@ -24,7 +24,7 @@ import {
 } from "@sloserve/policy";
 import { drop, type Simulator } from "../engine.js";
 import type { Query, Queue, Replica } from "../entities.js";
-import { ReplayArrivals } from "../workload.js";
+import { ReplayArrivals } from "@sloserve/policy";
 
 export interface PipelineSystemOptions {
   pipeline: Pipeline;

@@ -1,0 +1,2 @@
+// Access decisions of the frontend's API keys.
+export * from "./access.js";
