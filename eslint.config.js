@@ -16,7 +16,7 @@ export default tseslint.config(
   {
     files: ["**/*.ts"],
     // Type-aware: the rules below need the type checker (each package's tsconfig, found per file).
-    languageOptions: { parser: tseslint.parser, parserOptions: { projectService: { allowDefaultProject: ["vitest.config.ts"] }, tsconfigRootDir: import.meta.dirname } },
+    languageOptions: { parser: tseslint.parser, parserOptions: { projectService: { allowDefaultProject: ["vitest.config.ts", "vitest.unit.config.ts"] }, tsconfigRootDir: import.meta.dirname } },
     plugins: { "@typescript-eslint": tseslint.plugin },
     rules: {
       // A promise nobody awaits or handles loses its error: await it, return it, or `void` it on purpose

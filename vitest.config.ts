@@ -10,5 +10,7 @@ export default defineConfig({
     pool: "forks",
     maxWorkers: 1,
     fileParallelism: false,
+    // Beside the default output: each test file's duration, slowest first, at the end of the run.
+    reporters: ["default", "./libs/testing/src/durations-reporter.ts"],
   },
 });

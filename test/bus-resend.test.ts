@@ -3,6 +3,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { connectBus, createLogger, PresenceWatch, PRESENCE_MISSED_BEATS, ResendingRequester, type Bus, type DispatcherPresence, type ReconnectEvent } from "@sloserve/bus";
 import { subjects } from "@sloserve/contracts";
 import { startNats, type ServerHandle } from "@sloserve/stack";
+import { waitFor } from "@sloserve/testing";
 
 /**
  * Requests sent again when a connection on the query path drops (libs/bus resend.ts), on a real
@@ -55,7 +56,7 @@ const announce = async (name: string) => {
 describe("requests sent again after a lost connection", () => {
   it("resend - a request whose reply was lost is answered once another service announces its reconnection", async () => {
     const asked = bus.request("echo.drop-first", enc("q1"), { timeout: 20_000 });
-    while (seen.get("q1") !== 1) await new Promise((r) => setTimeout(r, 10));
+    await waitFor("the first copy of q1 at the responder (which drops it)", () => seen.get("q1") === 1, { intervalMs: 10 });
     await new Promise((r) => setTimeout(r, 600));
     await announce("dispatcher");
     expect(dec((await asked).data)).toBe("q1#2");
@@ -83,12 +84,14 @@ describe("requests sent again after a lost connection", () => {
     try {
       // The first copy goes to a responder that drops it and leaves (the dying dispatcher).
       const gone = await connect({ servers: nats.url });
-      gone.subscribe("echo.moved", { max: 1, callback: () => undefined });
+      let dropped = false;
+      gone.subscribe("echo.moved", { max: 1, callback: () => void (dropped = true) });
       await gone.flush();
       const asked = requester.request("echo.moved", enc("m"), { timeout: 20_000 });
-      await new Promise((r) => setTimeout(r, 200));
+      await waitFor("the first copy at the responder that leaves", () => dropped);
       await gone.close();
       expect(requester.resendWaiting("the dispatcher's connection dropped")).toBe(1);
+      // No responder for a while: the resend is refused (no responders) and tried again every 50 ms.
       await new Promise((r) => setTimeout(r, 300));
       // A responder comes back (the dispatcher on another node).
       late.subscribe("echo.moved", {
@@ -116,7 +119,7 @@ describe("requests sent again after a lost connection", () => {
     await silent.flush();
     try {
       const asked = requester.request("echo.silent", enc("s"), { timeout: 1_500 });
-      await new Promise((r) => setTimeout(r, 100));
+      await waitFor("the first copy at the silent responder", () => copies === 1);
       expect([requester.resendWaiting("1"), requester.resendWaiting("2"), requester.resendWaiting("3")]).toEqual([1, 1, 0]);
       await expect(asked).rejects.toThrow(/timeout/i);
       expect(copies).toBe(3);

@@ -279,7 +279,8 @@ describe("e2e auth", () => {
   });
 
   it("auth - no key reaches the logs", async () => {
-    // Every service logs at debug level here; the frontend logged each refusal above.
+    // Every service logs at debug level here; the frontend logged each refusal above. (A pause for the
+    // services' last lines to reach the file: a key in them would be written with no event to wait for.)
     await new Promise((r) => setTimeout(r, 500));
     const logs = readFileSync(stack.logPath, "utf8");
     expect(logs).toContain("request refused");

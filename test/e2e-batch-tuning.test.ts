@@ -10,6 +10,7 @@ import {
   type ArrivalsReport, type BatchingTunedEvent, type ScaleCommand, type VariantRecord,
 } from "@sloserve/contracts";
 import { planBatchWaits } from "@sloserve/policy";
+import { waitFor } from "@sloserve/testing";
 import { heavyModel } from "./support.js";
 
 /**
@@ -41,14 +42,6 @@ const tuned: BatchingTunedEvent[] = [];
 const subs: Subscription[] = [];
 let variants: VariantRecord[] = [];
 
-const until = async (cond: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> => {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-};
-
 beforeAll(async () => {
   [nats, redis] = await Promise.all([startNats(), startRedis()]);
   const env = { NATS_URL: nats.url, REDIS_URL: redis.url };
@@ -61,10 +54,10 @@ beforeAll(async () => {
   await bus.models.putBlob({ name: "upload/heavy" }, readFileSync(model.path));
   const reply = await bus.nc.request(subjects.registerModel, JSON.stringify({ model: model.name, app: model.app, task: model.task, upload: "upload/heavy" }), { timeout: 60_000 });
   expect(reply.headers?.get(headers.error) ?? "", new TextDecoder().decode(reply.data)).toBe("");
-  await until(async () => {
+  await waitFor("the heavy model's variants to be profiled", async () => {
     variants = await store.listVariants("heavy-mlp");
     return variants.length > 0 && variants.every((v) => v.profiled);
-  }, 240_000, "the heavy model's variants to be profiled");
+  }, { timeoutMs: 240_000, intervalMs: 100 });
 }, 400_000);
 
 afterAll(async () => {
@@ -149,7 +142,7 @@ describe("e2e batch tuning", () => {
     // The dispatchers' report: queries for heavy-mlp with a 2 s SLO → the registrar tunes and announces.
     const report: ArrivalsReport = { app: "heavy", dispatcher: "e2e", atMs: Date.now(), windowMs: 1000, arrivals: 16, models: { "heavy-mlp": { queries: 16, minSloMs: SLO_MS } }, infeasible: 0 };
     await bus.js.publish(subjects.arrivals("heavy"), JSON.stringify(report));
-    await until(() => tuned.length > 0, 30_000, "the registrar's tuned-batching event");
+    await waitFor("the registrar's tuned-batching event", () => tuned.length > 0, { timeoutMs: 30_000, intervalMs: 100 });
     const event = tuned[0]!;
     expect(event.sloMs).toBe(SLO_MS);
     // What it stored and announced is the pure rule's answer on the measured profiles.
@@ -158,7 +151,8 @@ describe("e2e batch tuning", () => {
     expect(event.reasons[variant.name]).toMatch(new RegExp(`^SLO ${SLO_MS} ms: Wbatch 0 → ${best!.batchWaitMs} ms`));
 
     // Same queries, same spacing, on the same running instance (no reload): now they wait for company.
-    await new Promise((r) => setTimeout(r, 300)); // the event reaches the worker process
+    // The event reaches the worker process: nothing it publishes says so (its reports carry no Wbatch).
+    await new Promise((r) => setTimeout(r, 300));
     const after = await drive(variant.name, 16, gapMs);
     const show = (xs: typeof before): string => JSON.stringify(xs.map((x) => `${x.size}/${x.queueMs}/${x.batchWaitMs}`));
     const summary = `${variant.name}: T(1) ${t1} ms, Wbatch ${best!.batchWaitMs} ms, gap ${gapMs.toFixed(1)} ms; batch size/queue ms/batch wait ms with Wbatch 0 ${show(before)}, tuned ${show(after)}; ${profiles}`;

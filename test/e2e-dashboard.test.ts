@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { startStack, digitsModels, registerOverHttp, waitForProfiles, tempDir, REPO_ROOT, type Stack, type BundledModel } from "@sloserve/stack";
 import { servingStates, type VariantState } from "@sloserve/contracts";
+import { waitFor } from "@sloserve/testing";
 import { postJson } from "./support.js";
 
 /**
@@ -68,19 +69,19 @@ beforeAll(async () => {
   }
   // Until the frontend has heard every kind of figure: arrivals, worker reports with latencies, a
   // decision (the load the first query asked for), a cost summary and the forecaster's first units.
-  let heard = false;
-  for (const deadline = Date.now() + 30_000; !heard; await new Promise((r) => setTimeout(r, 500))) {
-    const d = (await (await fetch(`${stack.httpUrl}/v1/dashboard`)).json()) as Snapshot;
-    heard =
+  let d: Snapshot | undefined;
+  await waitFor("the frontend to hear every kind of figure", async () => {
+    d = (await (await fetch(`${stack.httpUrl}/v1/dashboard`)).json()) as Snapshot;
+    return (
       twoPointsOfOne(d.throughput, (p) => p.app) &&
       twoPointsOfOne(d.latency, (p) => p.model) &&
       d.decisions.length > 0 &&
       twoPointsOfOne(d.cost.series, (p) => p.kind) &&
       twoPointsOfOne(d.forecast, (p) => `${p.app} ${p.series}`) &&
       d.forecast.some((f) => f.series === "observed") &&
-      d.forecast.some((f) => f.series === "forecast");
-    if (!heard && Date.now() > deadline) throw new Error(`the frontend has not heard every kind of figure within 30 s: ${JSON.stringify(d).slice(0, 2000)}`);
-  }
+      d.forecast.some((f) => f.series === "forecast")
+    );
+  }, { timeoutMs: 30_000, intervalMs: 500, detail: () => `the last snapshot: ${JSON.stringify(d).slice(0, 2000)}` });
   context = await chromium.launchPersistentContext(tempDir("chromium"), {
     executablePath: CHROMIUM,
     headless: true,

@@ -5,7 +5,8 @@ import { Objm } from "@nats-io/obj";
 import { statSync } from "node:fs";
 import { startStack, registerOverHttp, tempDir, type Stack, type ServiceHandle } from "@sloserve/stack";
 import { MODEL_BUCKET, arrivalsReportSchema, subjects, type ScaleCommand, type StateEvent } from "@sloserve/contracts";
-import { CHAOS, GRACE_MS, Tally, openLoop, query, soloMs, trackActive, until, type Outcome } from "./faults.js";
+import { waitFor } from "@sloserve/testing";
+import { CHAOS, GRACE_MS, Tally, openLoop, query, soloMs, trackActive, type Outcome } from "./faults.js";
 import { smallModel, smallQuery } from "./fault-load.js";
 
 /**
@@ -68,7 +69,7 @@ async function loadOn(worker: string): Promise<void> {
   if (active.get(variant)?.has(worker)) return;
   const command: ScaleCommand = { id: `test-${worker}-${Date.now()}`, action: "load", variant, reason: "fault test: a replica on every worker", atMs: Date.now() };
   await jetstream(nc).publish(subjects.scaleModel(worker), JSON.stringify(command));
-  await until(`${variant} active on ${worker}`, () => active.get(variant)?.has(worker), 60_000);
+  await waitFor(`${variant} active on ${worker}`, () => active.get(variant)?.has(worker), { timeoutMs: 60_000, intervalMs: 100 });
 }
 
 /** Load at `rate` for `runMs` (and until `fault` has run), `fault` run once at a third of it. */

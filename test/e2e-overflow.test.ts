@@ -2,10 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { connect, headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { startStack, registerOverHttp, tempDir, waitForProfiles, type Stack } from "@sloserve/stack";
-import { arrivalsReportSchema, contentTypes, decodeTensors, encodeTensors, headers, subjects, type Tensor } from "@sloserve/contracts";
+import { arrivalsReportSchema, contentTypes, decodeTensors, encodeTensors, headers, subjects, type Tensor, type WorkerReport } from "@sloserve/contracts";
 import { connectBus, createLogger, type Bus } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
 import { OnnxRunner } from "@sloserve/runtime";
+import { waitFor } from "@sloserve/testing";
 import { heavyModel, maxRelativeDiff } from "./support.js";
 
 /**
@@ -119,15 +120,17 @@ describe("e2e overflow", () => {
     for (let i = 0; i < 20 && !(warm?.kind === "answer" && warm.meta.served_by.hardware === "cpu"); i++) warm = await query(0, 5_000);
     expect(warm?.kind === "answer" && warm.meta.served_by.hardware, JSON.stringify(warm)).toBe("cpu");
     // Let a worker report show the instance active (the dispatcher's view of serving capacity).
-    await new Promise((r) => setTimeout(r, 1_500));
+    const reports: WorkerReport[] = [];
+    const reportsSub = nc.subscribe(subjects.workerMetricsAll, { callback: (_e, m) => void reports.push(m.json<WorkerReport>()) });
+    await waitFor("a worker report showing the instance active", () => reports.some((r) => r.variants.some((v) => v.state === "active")), { timeoutMs: 15_000, intervalMs: 100 });
+    reportsSub.unsubscribe();
 
     // A surge is forecast (5 000 q/s next minute against 1 now): the dispatcher pre-warms the pool,
     // whose containers load the variant's model (MArk §4.5). Wait until both are up.
     nc.publish(subjects.forecast(APP), JSON.stringify({ app: APP, atMs: Date.now(), unitS: 60, sampleS: 5, method: "last-value", observed: 1, values: [5000, 5000], historyUnits: 3 }));
     const logLines = (msg: string): Array<Record<string, unknown>> =>
       readFileSync(stack.logPath, "utf8").split("\n").filter((l) => l.includes(`"msg":"${msg}"`)).map((l) => JSON.parse(l) as Record<string, unknown>);
-    const deadline = Date.now() + 60_000;
-    while (logLines("function container started").length < POOL && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    await waitFor(`${POOL} function containers started`, () => logLines("function container started").length >= POOL, { timeoutMs: 60_000, intervalMs: 200 });
     const prewarm = logLines("pre-warming functions");
     expect(prewarm.length, "the dispatcher did not pre-warm on the forecast").toBe(1);
     expect(prewarm[0]).toMatchObject({ cause: "forecast", app: APP });
@@ -182,12 +185,14 @@ describe("e2e overflow", () => {
       }
     }
 
-    // The dispatcher's arrival reports account for the overflowed queries and what they cost.
-    await new Promise((r) => setTimeout(r, 2_500));
-    const overflowed = arrivals.reduce((s, r) => s + r.overflowed, 0);
-    const failed = arrivals.reduce((s, r) => s + r.overflowFailed, 0);
-    const cost = arrivals.reduce((s, r) => s + r.overflowCostDollars, 0);
-    expect(overflowed - failed).toBe(byFunction.length);
-    expect(cost).toBeCloseTo(byFunction.reduce((s, a) => s + a.meta.cost_dollars, 0), 12);
+    // The dispatcher's arrival reports (one a second) account for the overflowed queries and what they cost.
+    await waitFor("the arrival reports to account for the overflowed queries", () => {
+      const overflowed = arrivals.reduce((s, r) => s + r.overflowed, 0);
+      const failed = arrivals.reduce((s, r) => s + r.overflowFailed, 0);
+      const cost = arrivals.reduce((s, r) => s + r.overflowCostDollars, 0);
+      expect(overflowed - failed).toBe(byFunction.length);
+      expect(cost).toBeCloseTo(byFunction.reduce((s, a) => s + a.meta.cost_dollars, 0), 12);
+      return true;
+    }, { timeoutMs: 15_000, intervalMs: 100 });
   }, 180_000);
 });

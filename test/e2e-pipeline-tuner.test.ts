@@ -14,6 +14,7 @@ import {
   type WorkerReport,
 } from "@sloserve/contracts";
 import { createRng } from "@sloserve/policy";
+import { waitFor } from "@sloserve/testing";
 import { ScheduledArrivals, arrivalTimes, concatRates, constantRate, rampRates } from "@sloserve/sim";
 
 /**
@@ -58,16 +59,6 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-async function until<T>(what: string, f: () => Promise<T | undefined> | T | undefined, ms: number): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
 /** Ready instances of a variant over the live workers (their one-second reports, as /v1/status shows them). */
 async function readyInstances(variant: string): Promise<number> {
   const status = (await (await fetch(`${stack.httpUrl}/v1/status`)).json()) as { workers: WorkerReport[] };
@@ -93,13 +84,13 @@ describe("e2e pipeline tuner", () => {
     const r = await registerPipelineOverHttp(stack.httpUrl, digitsCascadeSpec({ slo: { p99_ms: SLO_MS }, planning: { rate_qps: 12, cv: 1 } }));
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     // The plan: after the sample run (s_m measured), one variant and a replica count per stage.
-    const plan = await until("the plan", () => decisions.find((d) => d.pipeline === "digits-cascade" && d.decision === "plan"), 90_000);
+    const plan = await waitFor("the plan", () => decisions.find((d) => d.pipeline === "digits-cascade" && d.decision === "plan"), { timeoutMs: 90_000, intervalMs: 250 });
     expect(plan.reason).toContain("scale factors from sample");
     expect(Object.keys(plan.stages).sort()).toEqual(["accurate", "fast"]);
     const shown = (await (await fetch(`${stack.httpUrl}/v1/pipelines/digits-cascade`)).json()) as { plan: { state: string; stages: Record<string, { variant: string }> } };
     expect(shown.plan).toMatchObject({ state: "planned", stages: { fast: { variant: plan.stages.fast!.variant }, accurate: { variant: plan.stages.accurate!.variant } } });
     // Placed: the planned replicas of each stage's variant run.
-    for (const p of Object.values(plan.stages)) await until(`${p.replicas} × ${p.variant}`, async () => ((await readyInstances(p.variant)) >= p.replicas ? true : undefined), 60_000);
+    for (const p of Object.values(plan.stages)) await waitFor(`${p.replicas} × ${p.variant} ready`, async () => (await readyInstances(p.variant)) >= p.replicas, { timeoutMs: 60_000, intervalMs: 250 });
 
     // The open-loop load: 10 qps (CV 1) for 30 s, a ramp to 20 qps over 20 s, 20 qps for 40 s.
     const schedule = concatRates(constantRate(10, 30), rampRates(10, 20, 20), constantRate(20, 40));
@@ -141,7 +132,7 @@ describe("e2e pipeline tuner", () => {
     expect(up!.reason).toMatch(/^envelope at \d+\.\d{3} s: \d+\.\d qps > planned \d+\.\d; provision for \d+\.\d qps: fast \d+→\d+, accurate \d+→\d+$/);
     for (const [stage, p] of Object.entries(up!.stages)) expect(p.replicas, stage).toBeGreaterThan(up!.previous[stage] ?? 0);
     // Carried out: the new replica counts run.
-    for (const p of Object.values(up!.stages)) await until(`${p.replicas} × ${p.variant}`, async () => ((await readyInstances(p.variant)) >= p.replicas ? true : undefined), 60_000);
+    for (const p of Object.values(up!.stages)) await waitFor(`${p.replicas} × ${p.variant} ready`, async () => (await readyInstances(p.variant)) >= p.replicas, { timeoutMs: 60_000, intervalMs: 250 });
 
     const after = sent.filter((q) => q.atMs >= up!.atMs);
     const met = after.filter((q) => q.error === undefined && q.missed === false).length;

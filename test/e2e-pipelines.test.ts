@@ -11,6 +11,7 @@ import {
   type Stack,
 } from "@sloserve/stack";
 import { contentTypes, decodeTensors, encodeTensors, headers, pipelineReportSchema, subjects, type PipelineReport } from "@sloserve/contracts";
+import { waitFor } from "@sloserve/testing";
 import { postJson, referenceRunner } from "./support.js";
 
 /**
@@ -136,9 +137,11 @@ describe("e2e pipelines", () => {
   it("pipelines - metrics.pipeline.digits-cascade reports queries and the measured s_m every second", async () => {
     const reports: PipelineReport[] = [];
     const sub = nc.subscribe(subjects.pipelineMetrics("digits-cascade"), { callback: (_e, m) => void reports.push(pipelineReportSchema.parse(m.json())) });
-    const deadline = Date.now() + 10_000;
-    while (reports.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    sub.unsubscribe();
+    try {
+      await waitFor("a pipeline report", () => reports.length > 0, { timeoutMs: 10_000, intervalMs: 100 });
+    } finally {
+      sub.unsubscribe();
+    }
     const r = reports[0]!;
     expect(r.totalQueries).toBe(61);
     expect(r.shares.fast).toBe(1);

@@ -4,7 +4,8 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { startStack, registerOverHttp, tempDir, type Stack, type ServiceHandle } from "@sloserve/stack";
 import { contentTypes, decodeTensors, encodeTensors, headers, queueConsumer, streams, subjects, type ScaleCommand, type StateEvent, type Tensor } from "@sloserve/contracts";
 import { referenceRunner, maxRelativeDiff } from "./support.js";
-import { trackActive, until } from "./faults.js";
+import { waitFor } from "@sloserve/testing";
+import { trackActive } from "./faults.js";
 import { sleep, smallModel } from "./fault-load.js";
 
 /**
@@ -64,7 +65,7 @@ const executors = (): ServiceHandle[] => stack.services.filter((s) => s.name ===
 async function loadOn(worker: string): Promise<void> {
   const command: ScaleCommand = { id: `test-${worker}-${Date.now()}`, action: "load", variant, reason: "coalescing test", atMs: Date.now() };
   await jetstream(nc).publish(subjects.scaleModel(worker), JSON.stringify(command));
-  await until(`${variant} active on ${worker}`, () => active.get(variant)?.has(worker), 60_000);
+  await waitFor(`${variant} active on ${worker}`, () => active.get(variant)?.has(worker), { timeoutMs: 60_000, intervalMs: 100 });
 }
 
 beforeAll(async () => {
@@ -95,7 +96,7 @@ describe("e2e queue coalescing", () => {
     queued.length = 0;
     const answers = await Promise.all(Array.from({ length: BURST }, (_, i) => send(i + 1)));
     for (const a of answers) await expectCorrect(a);
-    await until("the queue messages seen", () => queued.reduce((a, b) => a + b, 0) >= BURST, 10_000);
+    await waitFor("the queue messages seen", () => queued.reduce((a, b) => a + b, 0) >= BURST, { timeoutMs: 10_000, intervalMs: 100 });
     expect(queued.reduce((a, b) => a + b, 0)).toBe(BURST);
     // Fewer messages than queries: some carried several (at most a batch each).
     expect(queued.length).toBeLessThan(BURST);
@@ -137,7 +138,7 @@ describe("e2e queue coalescing", () => {
       await sleep(200);
     }
     const pending = Array.from({ length: BURST }, (_, i) => send(200 + i));
-    await until("the queries queued", () => queued.reduce((a, b) => a + b, 0) >= BURST, 20_000);
+    await waitFor("the queries queued", () => queued.reduce((a, b) => a + b, 0) >= BURST, { timeoutMs: 20_000, intervalMs: 100 });
     await loadOn(otherId);
     victim!.process.kill("SIGKILL");
     const answers = await Promise.all(pending);

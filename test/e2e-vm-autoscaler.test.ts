@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { startStack, ocrModels, registerOverHttp, type Stack } from "@sloserve/stack";
 import { contentTypes, decodeTensors, encodeTensors, headers, subjects, type WorkerReport } from "@sloserve/contracts";
+import { waitFor } from "@sloserve/testing";
 
 /**
  * Machines and money, live: the whole stack (real nats-server, redis-server, every service as its own
@@ -31,15 +32,8 @@ const tally = { sent: 0, ok: 0, errors: new Map<string, number>(), noReply: 0 };
 const inFlight = new Set<Promise<void>>();
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-async function until<T>(what: string, f: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; decisions: ${JSON.stringify(decisions.slice(-6))}`);
-    await sleep(200);
-  }
-}
+/** Waits of this test: polled every 200 ms; a timeout prints the last decisions. */
+const waiting = (timeoutMs: number) => ({ timeoutMs, intervalMs: 200, detail: () => `decisions: ${JSON.stringify(decisions.slice(-6))}` });
 const live = (): string[] => [...lastReport].filter(([, r]) => Date.now() - r.atMs < 3000).map(([w]) => w);
 
 const payload = encodeTensors([{ name: "x", datatype: "FP32", shape: [1, 3, SIDE, SIDE], data: new Float32Array(3 * SIDE * SIDE).fill(0.5) }]);
@@ -96,7 +90,7 @@ describe("e2e vm-autoscaler", () => {
     const stackWorkerId = String(stackWorker.info.worker);
     // Warm: the first query loads the detector on the stack's worker.
     send();
-    await until("the first answer", () => tally.ok + tally.noReply + [...tally.errors.values()].reduce((a, b) => a + b, 0) >= 1, 60_000);
+    await waitFor("the first answer", () => tally.ok + tally.noReply + [...tally.errors.values()].reduce((a, b) => a + b, 0) >= 1, waiting(60_000));
     expect(tally.ok).toBe(1);
 
     // The detector's run time on this machine (the executors' own measure in each answer, without the
@@ -129,22 +123,22 @@ describe("e2e vm-autoscaler", () => {
     }
     expect(launched, `no launch after 60 s at up to ${rate.toFixed(1)} queries/s (one query's run time: ${soloMs.map((m) => m.toFixed(1)).join(", ")} ms)`).toBeDefined();
     expect(launched?.reason).toMatch(/utilisation above 80%|overloaded|placement|SLO monitor/);
-    const first = await until("the launched worker's result", () => results.find((r) => r.action === "launch" && r.ok)?.worker, 10_000);
-    await until("the launched executor's heartbeat", () => live().includes(first), 30_000);
+    const first = await waitFor("the launched worker's result", () => results.find((r) => r.action === "launch" && r.ok)?.worker, waiting(10_000));
+    await waitFor("the launched executor's heartbeat", () => live().includes(first), waiting(30_000));
 
     // 2. The drop, then the stack's executor dies.
-    await until("every query of the ramp answered", () => inFlight.size === 0, 60_000);
+    await waitFor("every query of the ramp answered", () => inFlight.size === 0, waiting(60_000));
     const killedAt = Date.now();
     stackWorker.process.kill("SIGKILL");
-    const replaced = await until("the replacement", () => decisions.find((d) => d.action === "replace" && d.worker === stackWorkerId), 30_000);
+    const replaced = await waitFor("the replacement", () => decisions.find((d) => d.action === "replace" && d.worker === stackWorkerId), waiting(30_000));
     expect(replaced.reason).toMatch(/^heartbeat lost for \d+ s \(> 10 s\): replace it and restore 1 variant\(s\)$/);
-    const replacement = await until("the replacement's launch", () => results.find((r) => r.action === "launch" && r.ok && r.reason?.startsWith(`replace ${stackWorkerId}:`))?.worker, 10_000);
-    await until("the detector reloaded on the replacement", () => lastReport.get(replacement)?.report.variants.some((v) => v.variant.startsWith(`${model.name}--`) && v.state === "active"), 30_000 - (Date.now() - killedAt));
+    const replacement = await waitFor("the replacement's launch", () => results.find((r) => r.action === "launch" && r.ok && r.reason?.startsWith(`replace ${stackWorkerId}:`))?.worker, waiting(10_000));
+    await waitFor("the detector reloaded on the replacement", () => lastReport.get(replacement)?.report.variants.some((v) => v.variant.startsWith(`${model.name}--`) && v.state === "active"), waiting(30_000 - (Date.now() - killedAt)));
     expect(Date.now() - killedAt).toBeLessThan(30_000);
     expect(results.some((r) => r.action === "reload" && r.worker === replacement && r.ok)).toBe(true);
 
     // 3. Idle: the launched workers go after the cool-down, the fleet is back to one worker.
-    await until("the fleet back to one worker", () => live().length === 1 && decisions.some((d) => d.action === "terminate"), 90_000);
+    await waitFor("the fleet back to one worker", () => live().length === 1 && decisions.some((d) => d.action === "terminate"), waiting(90_000));
     const terminations = decisions.filter((d) => d.action === "terminate");
     for (const t of terminations) expect(t.reason).toMatch(/^no active variant for \d+ s \(≥ 15 s\)/);
     // Holds before the billing minimum are allowed; a termination before it is not (checked by the
@@ -158,7 +152,7 @@ describe("e2e vm-autoscaler", () => {
 
     // The one worker left answers.
     send();
-    await until("the last answer", () => inFlight.size === 0, 60_000);
+    await waitFor("the last answer", () => inFlight.size === 0, waiting(60_000));
     const errors = [...tally.errors.values()].reduce((a, b) => a + b, 0);
     const breakdown = `sent ${tally.sent}: ${tally.ok} answered, errors ${JSON.stringify(Object.fromEntries(tally.errors))}, no reply ${tally.noReply}`;
     expect(tally.ok + errors + tally.noReply, breakdown).toBe(tally.sent);

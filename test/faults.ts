@@ -98,16 +98,6 @@ export class Tally {
   }
 }
 
-export async function until<T>(what: string, f: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs: number): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await f();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(100);
-  }
-}
-
 /**
  * Sends `send()` at `ratePerS` (open loop: a slow answer does not slow the sender) until `stop()` says
  * so; `onTick` runs every 100 ms (to kill something at the right moment).

@@ -6,6 +6,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { natsPermissions, natsRoleOfService, natsRoles, streams, subjects, type NatsRole } from "@sloserve/contracts";
 import { connectBus, createLogger, natsChildEnv, natsConnectOptions, type Bus } from "@sloserve/bus";
+import { waitFor } from "@sloserve/testing";
 import {
   REPO_ROOT,
   composeNatsAuthFile,
@@ -55,7 +56,7 @@ function violations(nc: NatsConnection): string[] {
 /** Waits until the server has reported `what` (it answers in order: the violation comes before the flush's PONG, the status event just after). */
 async function refused(nc: NatsConnection, seen: string[], what: string): Promise<void> {
   await nc.flush();
-  for (let i = 0; i < 100 && !seen.includes(what); i++) await new Promise((r) => setTimeout(r, 50));
+  await waitFor(`the server to refuse ${what}`, () => seen.includes(what), { timeoutMs: 5_000, intervalMs: 50, detail: () => `refused so far: ${JSON.stringify(seen)}` });
   expect(seen).toContain(what);
 }
 

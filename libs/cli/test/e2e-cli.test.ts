@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { decodeTensors } from "@sloserve/contracts";
 import { OnnxRunner } from "@sloserve/runtime";
 import { startStack, digitsModels, type Stack, type BundledModel } from "@sloserve/stack";
+import { waitFor } from "@sloserve/testing";
 import { sloserve, STACK_LINE, type Run } from "./run.js";
 
 /**
@@ -127,14 +128,12 @@ describe("e2e cli", () => {
   it("cli e2e - cost shows the VM autoscaler's summary; the server's refusals exit 1 with its message", async () => {
     // The VM autoscaler publishes its first summary a few seconds after it starts (503 until then,
     // which is what the server says): asked again until there is one, 30 s at most.
-    const costWhenPublished = async (): Promise<Run> => {
-      const end = Date.now() + 30_000;
-      for (;;) {
+    const costWhenPublished = (): Promise<Run> =>
+      waitFor("the VM autoscaler's first cost summary", async () => {
         const r = await run("cost", "--json");
-        if (r.code === 0 || !/no cost summary yet/.test(r.stderr) || Date.now() > end) return r;
-        await new Promise((resolve) => setTimeout(resolve, 1000));
-      }
-    };
+        if (r.code !== 0 && /no cost summary yet/.test(r.stderr)) throw new Error(`sloserve cost --json: ${r.stderr.trim()}`);
+        return r;
+      }, { timeoutMs: 30_000, intervalMs: 1000 });
     const [cost, unknown, app, shape, duplicate, pipeline, badSource] = await Promise.all([
       costWhenPublished(),
       run("infer", "no-such-model", "--generate"),

@@ -12,3 +12,4 @@ export * from "./baselines/index.js";
 export * from "./pipelines/index.js";
 export * from "./variants/index.js";
 export * from "./access/index.js";
+export * from "./observation/index.js";

@@ -10,12 +10,9 @@ import { SpotWatcher, IMDS_URL, publishSpotNotice } from "./spot-watcher.js";
  * instance goes. It refuses to start where no metadata service answers (not on EC2).
  */
 const envSchema = commonEnvSchema.extend({
-  /** The executor's worker id on this instance. */
-  WORKER_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/),
-  /** @default http://169.254.169.254 */
-  IMDS_URL: z.string().url().default(IMDS_URL),
-  /** Polling period, ms. @default 5000 (AWS's advice) */
-  SPOT_POLL_MS: z.coerce.number().int().min(10).default(5000),
+  WORKER_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/).describe("The executor's worker id on this instance."),
+  IMDS_URL: z.string().url().default(IMDS_URL).describe("TODO IMDS_URL"),
+  SPOT_POLL_MS: z.coerce.number().int().min(10).default(5000).describe("Polling period, ms."),
 });
 
 await runService("spot-watcher", process.env, async (log) => {

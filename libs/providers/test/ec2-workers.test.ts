@@ -8,7 +8,8 @@ import { ManualClock } from "@sloserve/contracts";
 import { connectBus, createLogger, type Bus } from "@sloserve/bus";
 import { startNats, tempDir, type ServerHandle } from "@sloserve/stack";
 import { Ec2WorkerProvider, natsSpotNotices, publishSpotNotice, type Ec2WorkerOptions, type ProviderEvent } from "@sloserve/providers";
-import { memoryLogger, waitFor } from "./support.js";
+import { waitFor } from "@sloserve/testing";
+import { memoryLogger } from "./support.js";
 
 /**
  * The EC2 provider through the SDK's mock (AWS cannot be reached from here): the exact requests it

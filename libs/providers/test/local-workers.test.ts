@@ -6,7 +6,8 @@ import { ManualClock, subjects, workerReportSchema, type WorkerReport } from "@s
 import { connectBus, createLogger, type Bus } from "@sloserve/bus";
 import { logFile, startNats, startRedis, tempDir, type ServerHandle } from "@sloserve/stack";
 import { LocalWorkerProvider, fleetCost, instanceCost, type ProviderEvent } from "@sloserve/providers";
-import { memoryLogger, waitFor } from "./support.js";
+import { waitFor } from "@sloserve/testing";
+import { memoryLogger } from "./support.js";
 
 /**
  * The local provider on a real nats-server and redis-server, launching real executor-cpu processes:
@@ -77,11 +78,11 @@ describe("local worker provider", () => {
     });
     // Booting: no process yet.
     expect(provider.pid(instance.id)).toBeUndefined();
-    await waitFor("the executor process", () => provider.pid(instance.id));
+    await waitFor("the executor process", () => provider.pid(instance.id), { timeoutMs: 30_000 });
     // Its heartbeat, with the kind's environment applied.
-    const first = await waitFor("a heartbeat", () => heartbeats(instance.workerId)[0], 60_000);
+    const first = await waitFor("a heartbeat", () => heartbeats(instance.workerId)[0], { timeoutMs: 60_000 });
     expect(first).toMatchObject({ worker: instance.workerId, hardware: "cpu", threads: 1, memoryBytes: 512 * 1048576 });
-    await waitFor("the ready line", async () => (await provider.list()).find((i) => i.id === instance.id)?.state === "running");
+    await waitFor("the ready line", async () => (await provider.list()).find((i) => i.id === instance.id)?.state === "running", { timeoutMs: 30_000 });
 
     clock.advance(90_000);
     const pid = provider.pid(instance.id)!;
@@ -95,7 +96,7 @@ describe("local worker provider", () => {
     expect(executorLog.some((l) => l.includes('"msg":"stopping"') && l.includes('"signal":"SIGTERM"'))).toBe(true);
     expect(executorLog.some((l) => l.includes('"msg":"stopped"'))).toBe(true);
     expect(events).toEqual([]);
-    // No more heartbeats.
+    // No more heartbeats (a pause of 1.5 heartbeat periods: no event says "none came").
     const count = heartbeats(instance.workerId).length;
     await new Promise((r) => setTimeout(r, 1_500));
     expect(heartbeats(instance.workerId).length).toBe(count);
@@ -106,10 +107,10 @@ describe("local worker provider", () => {
   it("local - a SIGKILLed executor is lost, with the reason", async () => {
     const instance = await provider.launch({ kind: "cpu", instanceType: "c5.large", market: "spot", reason: "test: to be killed" });
     expect(instance.pricePerHour).toBe(0.03);
-    await waitFor("the ready line", async () => (await provider.list()).find((i) => i.id === instance.id)?.state === "running", 60_000);
+    await waitFor("the ready line", async () => (await provider.list()).find((i) => i.id === instance.id)?.state === "running", { timeoutMs: 60_000 });
     clock.advance(30_000);
     process.kill(provider.pid(instance.id)!, "SIGKILL");
-    await waitFor("the lost event", () => events.length > 0);
+    await waitFor("the lost event", () => events.length > 0, { timeoutMs: 30_000 });
     expect(events).toEqual([{ type: "lost", id: instance.id, atMs: clock.now(), reason: expect.stringMatching(/^executor killed by SIGKILL; last output: [a-z]/) as string }]);
     expect((await provider.list()).find((i) => i.id === instance.id)).toMatchObject({ state: "terminated", endedAtMs: clock.now() });
     events.length = 0;
@@ -117,7 +118,7 @@ describe("local worker provider", () => {
 
   it("local - an executor that refuses to start is lost before it was ready, saying why", async () => {
     const instance = await provider.launch({ kind: "cpu", instanceType: "c5.xlarge", reason: "test: bad env", env: { WORKER_THREADS: "0" } });
-    await waitFor("the lost event", () => events.length > 0, 60_000);
+    await waitFor("the lost event", () => events.length > 0, { timeoutMs: 60_000 });
     expect(events[0]).toMatchObject({ type: "lost", id: instance.id });
     expect(events[0]?.type === "lost" && events[0].reason).toBe(
       "executor exited with code 1 before it was ready; last output: failed to start: invalid configuration for executor-cpu: WORKER_THREADS: Too small: expected number to be >=1",
@@ -128,7 +129,7 @@ describe("local worker provider", () => {
   it("local - terminated while booting: the executor never starts", async () => {
     const instance = await provider.launch({ kind: "cpu", instanceType: "c5.xlarge", reason: "test: changed my mind" });
     await provider.terminate(instance.id, "test: not needed after all");
-    await new Promise((r) => setTimeout(r, 600));
+    await new Promise((r) => setTimeout(r, 600)); // time for a process that should not start to show up: there is no event for "it did not"
     expect(provider.pid(instance.id)).toBeUndefined();
     expect((await provider.list()).find((i) => i.id === instance.id)).toMatchObject({ state: "terminated", endedAtMs: clock.now() });
     expect(heartbeats(instance.workerId)).toEqual([]);
@@ -151,7 +152,7 @@ describe("local worker provider", () => {
 
   it("local - close terminates every worker it started; list keeps the ended ones with their bill", async () => {
     const a = await provider.launch({ kind: "cpu", instanceType: "c5.xlarge", reason: "test: close" });
-    await waitFor("a heartbeat", () => heartbeats(a.workerId)[0], 60_000);
+    await waitFor("a heartbeat", () => heartbeats(a.workerId)[0], { timeoutMs: 60_000 });
     const pid = provider.pid(a.id)!;
     await provider.close();
     expect(() => process.kill(pid, 0)).toThrow();

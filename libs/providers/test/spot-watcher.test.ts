@@ -4,7 +4,8 @@ import { connectBus, createLogger, type Bus } from "@sloserve/bus";
 import { startNats, startScript, type ServerHandle } from "@sloserve/stack";
 import { SpotWatcher, natsSpotNotices, type InstanceAction } from "@sloserve/providers";
 import { startImds } from "./imds-emulator.js";
-import { memoryLogger, waitFor } from "./support.js";
+import { waitFor } from "@sloserve/testing";
+import { memoryLogger } from "./support.js";
 
 /**
  * The spot watcher against a real HTTP server that answers like EC2's instance metadata service
@@ -45,7 +46,8 @@ describe("spot watcher", () => {
     await waitFor("the notice", () => notices.length === 1);
     expect(notices[0]).toEqual({ action: "terminate", terminateAtMs: Date.parse("2027-01-15T08:02:00Z"), atMs: T0 + 5_000 });
 
-    // Polling stops after the notice: it is given once.
+    // Polling stops after the notice: it is given once. (A pause of ~7 polling periods: no event says
+    // "no more polls".)
     const polls = imds.requests.length;
     await new Promise((r) => setTimeout(r, 150));
     expect(imds.requests.length).toBe(polls);

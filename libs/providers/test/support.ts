@@ -9,17 +9,6 @@ export function memoryLogger(service: string, level = "debug"): { log: Logger; l
   return { log, lines };
 }
 
-/** Polls `check` every 25 ms until it returns a value other than undefined/false, or fails after `timeoutMs`. */
-export async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 export interface RecordedRequest {
   method: string;
   /** Path with the query string. */

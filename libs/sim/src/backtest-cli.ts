@@ -2,7 +2,7 @@
  * `npm run forecast:backtest`: how well the forecaster's predictors forecast real traces (DESIGN §3).
  *
  *   npm run forecast:backtest -- --trace FILE [--predictor NAME[,NAME…]] [--season N] [--horizon 60] [--lead 5] [--start N] [--every N]
- *   npm run forecast:backtest -- --all [--traces-dir ../shared/traces] [--out reports]
+ *   npm run forecast:backtest -- --all [--traces-dir libs/sim/data] [--out reports]
  *
  * One row per (trace, predictor): MAPE, RMSE and the under-provision rate of the forecast made `lead`
  * minutes earlier (libs/policy forecast-backtest.ts). Predictors are the registry's names (auto,
@@ -20,7 +20,7 @@
  */
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join, relative, resolve } from "node:path";
+import { basename, isAbsolute, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { BUILTIN_PREDICTORS, loadPredictor, type Predictor } from "@sloserve/policy";
@@ -57,14 +57,14 @@ async function main(argv: string[]): Promise<void> {
       start: { type: "string" },
       every: { type: "string" },
       all: { type: "boolean", default: false },
-      "traces-dir": { type: "string", default: "../shared/traces" },
+      "traces-dir": { type: "string", default: "libs/sim/data" },
       out: { type: "string", default: "reports" },
       help: { type: "boolean", short: "h" },
     },
   });
   if (values.help || (!values.all && !values.trace)) {
     console.log("usage: npm run forecast:backtest -- --trace FILE [--predictor NAME[,NAME…]] [--season 1440] [--horizon 60] [--lead 5] [--start N] [--every 1]\n" +
-      "       npm run forecast:backtest -- --all [--traces-dir ../shared/traces] [--out reports]\n" +
+      "       npm run forecast:backtest -- --all [--traces-dir libs/sim/data] [--out reports]\n" +
       `predictors: ${BUILTIN_PREDICTORS.join(", ")}, module:/path/to/predictor.js`);
     if (!values.help) process.exitCode = 2;
     return;
@@ -89,7 +89,7 @@ async function main(argv: string[]): Promise<void> {
   const files: Array<{ path: string; season?: number }> = (values.trace ?? []).map((path) => ({ path }));
   if (values.all) {
     files.push({ path: join(REPO_ROOT, DEFAULT_TWITTER_TRACE) });
-    const dir = resolve(values["traces-dir"] ?? "../shared/traces");
+    const dir = resolve(values["traces-dir"] ?? "libs/sim/data");
     for (const f of SHARED_TRACES) {
       const path = join(dir, f.file);
       if (!existsSync(path)) {
@@ -105,7 +105,9 @@ async function main(argv: string[]): Promise<void> {
   for (const { path, season: traceSeason } of files) {
     const bytes = readFileSync(path);
     const hash = createHash("sha256").update(bytes).digest("hex");
-    const name = relative(REPO_ROOT, path);
+    const inside = relative(REPO_ROOT, path);
+    // (a trace from outside the repository is named by its file alone: the report is read in the repository)
+    const name = inside.startsWith("..") || isAbsolute(inside) ? `${basename(path)} (not in the repository)` : inside;
     const same = seen.get(hash);
     if (same) {
       notes.push(`${name} has the same bytes as ${same}: its rows are those of ${same}.`);
@@ -124,7 +126,9 @@ async function main(argv: string[]): Promise<void> {
     mkdirSync(outDir, { recursive: true });
     const path = join(outDir, "forecast-backtest.json");
     const which = `Predictors: ${names.join(", ")}${names.includes(EXAMPLE_PREDICTOR) ? " (the module is the example user predictor, examples/predictor-recent-peak.js: the peak of the last 15 minutes or of the same minutes a day before, + 10%)" : ""}.`;
-    writeFileSync(path, JSON.stringify(backtestReport(rows, { ...options, notes: [which, ...notes] }), null, 2));
+    const { scenario, ...report } = backtestReport(rows, { ...options, notes: [which, ...notes] });
+    const command = `npm run forecast:backtest -- --all${values["traces-dir"] ? " --traces-dir DIR" : ""}`;
+    writeFileSync(path, JSON.stringify({ scenario, date: new Date().toISOString().slice(0, 10), command, ...report }, null, 2));
     console.log(`wrote ${path}; \`npm run sim -- readme\` puts it in ${join(outDir, "README.md")}`);
   }
 }

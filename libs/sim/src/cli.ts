@@ -4,7 +4,7 @@
  *   npm run sim -- list
  *   npm run sim -- <scenario> [--trace FILE] [--peak-qps N] [--seed N] [--duration-s N] [--out DIR] [--predictor NAME]
  *   npm run sim -- all [--seed N]              every registered scenario, then reports/README.md
- *   npm run sim -- readme                      reports/README.md from the reports/*.json present
+ *   npm run sim -- readme                      reports/README.md's generated blocks from the reports/*.json present
  *
  * The simulator's speed (the whole INFaaS policy stack, 1 h at 1000 QPS) is `npm run bench -- --only sim`.
  *
@@ -16,7 +16,7 @@
  * predictor from the forecaster's registry (libs/policy predictors.ts: auto, the default, last-value,
  * seasonal-naive, holt-winters, or module:/path/to/predictor.js).
  */
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
@@ -48,13 +48,15 @@ function writeReadme(outDir: string): string {
     .filter((r) => typeof r.scenario === "string" && Array.isArray(r.systems))
     .sort((a, b) => (order.indexOf(a.scenario) >>> 0) - (order.indexOf(b.scenario) >>> 0));
   const path = join(outDir, "README.md");
-  writeFileSync(path, readme(results));
+  writeFileSync(path, existsSync(path) ? readme(results, readFileSync(path, "utf8")) : readme(results));
   return path;
 }
 
 async function runOne(s: Scenario, options: ScenarioOptions, outDir: string): Promise<void> {
   const t0 = performance.now();
-  const result = s.run(options);
+  // (the date and seed first after the name, for the report's readers)
+  const { scenario, ...rest } = s.run(options);
+  const result: ScenarioResult = { scenario, date: new Date().toISOString().slice(0, 10), seed: options.seed, ...rest };
   const ms = performance.now() - t0;
   console.log(`\n== ${s.name}: ${s.description} (${(ms / 1000).toFixed(1)} s)\n`);
   console.log(textTable(result.table));

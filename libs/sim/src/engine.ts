@@ -5,7 +5,7 @@
  * time, batches, serves, bills and measures.
  *
  * ## Model
- * - **Streams** produce queries (arrival processes from workload.ts), each with an app, an SLO and
+ * - **Streams** produce queries (arrival processes from libs/policy common/arrivals.ts), each with an app, an SLO and
  *   optional accuracy/cost requirements.
  * - The **router** decides where a query goes: on arrival, after each queue has served it (so a
  *   pipeline routes stage by stage, fans out by returning several queues, and ends by returning
@@ -816,6 +816,7 @@ export class Simulator {
         const step = planBatch(queue, false, this.nowMs, r.batchPolicy, r.runTime, queue.shedLate);
         for (let k = 0; k < step.late; k++) {
           const late = queue._shift() as Query;
+          r.shed++;
           this.route(late, this.router(late, queue, "late", this));
         }
         const d = step.decision;
@@ -860,8 +861,10 @@ export class Simulator {
       const expected = queue.shedLate ? r.runTime.expectedMs(n, this.nowMs) : 0;
       for (let k = 0; k < n; k++) {
         const q = queue._shift() as Query;
-        if (queue.shedLate && cannotFinishInTime(q.arrivalMs + q.sloMs, this.nowMs, expected)) this.route(q, this.router(q, queue, "late", this));
-        else queries.push(q);
+        if (queue.shedLate && cannotFinishInTime(q.arrivalMs + q.sloMs, this.nowMs, expected)) {
+          r.shed++;
+          this.route(q, this.router(q, queue, "late", this));
+        } else queries.push(q);
       }
     }
     if (queries.length === 0 || r.state !== "ready") {
@@ -906,7 +909,11 @@ export class Simulator {
     } else if (r.state === "draining" && r.inFlight === 0) {
       this.detach(r);
     }
-    for (const q of b.queries) this.route(q, this.router(q, queue, "served", this));
+    r.served += b.queries.length;
+    for (const q of b.queries) {
+      if (this.nowMs - q.arrivalMs > q.sloMs) r.sloMisses++;
+      this.route(q, this.router(q, queue, "served", this));
+    }
     this.releaseBatch(b);
     // (tryDispatch does nothing on an empty queue; the test here leaves the inliner's budget for the rest)
     if (queue.length > 0) this.tryDispatch(queue);

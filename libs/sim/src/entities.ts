@@ -208,6 +208,13 @@ export class Replica {
   readonly runTime: RunTimeEstimate;
   readonly expectedMs: (size: number) => number;
   private busyMs = 0;
+  /**
+   * What this replica's worker reports of it (libs/sim worker-report.ts, as the live executors count):
+   * queries it answered, those answered after their SLO, and those shed as late before a batch on it.
+   */
+  served = 0;
+  sloMisses = 0;
+  shed = 0;
   private inFlightStartSum = 0;
 
   constructor(

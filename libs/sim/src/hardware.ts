@@ -1,6 +1,6 @@
 /**
  * Hardware and variant profiles for the simulator (DESIGN §6), from the papers' numbers
- * (/work/shared/papers/NUMBERS.md) and from our own profiler.
+ * (the papers' tables; docs/DESIGN.md) and from our own profiler.
  *
  * - {@link INFAAS_TABLE2}: INFaaS Table 2's three ResNet50 variants (latency, saturation QPS,
  *   normalised cost per second).

@@ -1,6 +1,6 @@
 /**
  * Trace files → counts per bin (pure: the CLI, or a test, reads the file; this parses its text).
- * Formats (those in libs/sim/data/ and /work/shared/traces/): a one-column per-second CSV with a header
+ * Formats (those in libs/sim/data/): a one-column per-second CSV with a header
  * (`tweets`, then one count per line), or a per-minute CSV whose first two columns are `minute,count`
  * (further columns, e.g. `missing`, ignored). A zero count is a gap in the data in both (see
  * libs/sim/data/README.md); the scenarios decide what to do with gaps (mark-twitter fills them).

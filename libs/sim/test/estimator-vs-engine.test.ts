@@ -48,7 +48,7 @@ interface Case {
   pipeline: Pipeline;
   config: PipelineConfig;
   qps: number;
-  /** σ/μ of the Gamma inter-arrival gaps (workload.ts; the InferLine paper's "CV 4" is σ/μ = 2). */
+  /** σ/μ of the Gamma inter-arrival gaps (libs/policy common/arrivals.ts; the InferLine paper's "CV 4" is σ/μ = 2). */
   cv: number;
   sloMs: number;
   schedule?: ReplicaChange[];

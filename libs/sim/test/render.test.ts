@@ -28,7 +28,7 @@ describe("render", () => {
       notes: ["we differ because"],
     };
     const md = readme([r]);
-    expect(md).toContain("| x | paper says 3× | s: cost 1.500, SLO 99%, p99 120 ms | we differ because |");
+    expect(md).toContain("| [x](#x) | paper says 3× | s: cost 1.500, SLO 99%, p99 120 ms | we differ because |");
     expect(md).toContain("![C](x-c.svg)");
   });
 
@@ -37,10 +37,19 @@ describe("render", () => {
     const section = md.slice(md.indexOf("## What the services and the simulator share"));
     expect(section.length).toBeGreaterThan(100);
     // (libs/policy/src has a folder per concern)
-    const modules = (readdirSync(fileURLToPath(new URL("../../policy/src/", import.meta.url)), { recursive: true }) as string[])
-      .map((f) => f.split("/").pop() ?? f)
-      .filter((f) => f.endsWith(".ts") && f !== "index.ts");
+    const modules = (readdirSync(fileURLToPath(new URL("../../policy/src/", import.meta.url)), { recursive: true }) as string[]).filter((f) => f.endsWith(".ts") && !f.endsWith("index.ts"));
     expect(modules.length).toBeGreaterThan(20);
-    for (const m of modules) expect(section, `${m} is missing from render/shared-modules.ts`).toMatch(new RegExp(`[|,] ${m.replace(".", "\\.")}[ ,]`));
+    for (const m of modules) expect(section, `${m} is missing from render/shared-modules.ts`).toContain(`(../libs/policy/src/${m})`);
+  });
+
+  it("render - the page's generated blocks are replaced, the hand-written rest is kept", () => {
+    const page = "# Measured results\n\nintro\n\n<!-- sim:shared:begin -->\nold\n<!-- sim:shared:end -->\n\nmiddle\n\n<!-- sim:scenarios:begin -->\nold\n<!-- sim:scenarios:end -->\n\n## Live replay\n\nkept\n";
+    const out = readme([], page);
+    expect(out).toContain("intro");
+    expect(out).toContain("middle");
+    expect(out).toContain("## Live replay\n\nkept\n");
+    expect(out).not.toContain("\nold\n");
+    expect(out).toContain("## What the services and the simulator share");
+    expect(readme([], out)).toBe(out);
   });
 });

@@ -1,6 +1,6 @@
 import type { StateEvent, VariantMetrics, VariantState, WorkerReport } from "@sloserve/contracts";
 import type { InstanceRecord } from "@sloserve/store";
-import { WORKER_STALE_MS, type WorkerView } from "@sloserve/policy";
+import { WORKER_STALE_MS, reportUtilization, type WorkerView } from "@sloserve/policy";
 
 /**
  * The dispatcher's in-memory view of the running system: which variant instances run where and in
@@ -165,7 +165,7 @@ export class ClusterView {
       return {
         worker,
         hardware: report.hardware,
-        utilisation: report.variants.reduce((sum, v) => sum + v.utilisation, 0) / Math.max(1, report.threads),
+        utilisation: reportUtilization(report, { get: (v) => footprint?.(v) }),
         threads: report.threads,
         threadsUsed: Math.max(0, threadsUsed),
         memoryBytes: report.memoryBytes,

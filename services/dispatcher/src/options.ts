@@ -1,72 +1,11 @@
-import { z } from "zod";
-import { commonEnvSchema, compileOptions } from "@sloserve/contracts";
-import { BREAKER_DEFAULTS } from "@sloserve/providers";
+import { compileOptions } from "@sloserve/contracts";
+import { dispatcherSettings, type DispatcherSettings } from "@sloserve/settings";
 
-/** Function providers the dispatcher can overflow to. */
-export const OVERFLOW_PROVIDERS = ["local", "lambda"] as const;
-export type OverflowProviderName = (typeof OVERFLOW_PROVIDERS)[number];
-
-const overflowSchema = z
-  .string()
-  .default("off")
-  .transform((raw, ctx): OverflowProviderName[] => {
-    const value = raw.trim().toLowerCase();
-    if (value === "off" || value === "") return [];
-    const names = value.split(",").map((s) => s.trim());
-    for (const n of names) {
-      if (!(OVERFLOW_PROVIDERS as readonly string[]).includes(n)) {
-        ctx.addIssue({ code: "custom", message: `'${n}' is not a function provider: use off, local, lambda, or two of them in order (e.g. lambda,local)` });
-        return z.NEVER;
-      }
-    }
-    if (new Set(names).size !== names.length) {
-      ctx.addIssue({ code: "custom", message: `'${raw}' names a provider twice` });
-      return z.NEVER;
-    }
-    return names as OverflowProviderName[];
-  });
+// The dispatcher's settings live in libs/settings (dispatcher.ts), with every other service's.
+export { OVERFLOW_PROVIDERS, type OverflowProviderName } from "@sloserve/settings";
+export type DispatcherOptions = DispatcherSettings;
 
 /** The dispatcher's options, from the environment (every error reported at once). */
-export const dispatcherEnvSchema = commonEnvSchema
-  .extend({
-    /**
-     * Serverless overflow (MArk §4.1): `off`, `local` (a pool of function processes on this machine),
-     * `lambda` (AWS Lambda), or two in order: the first behind its circuit breaker, the second its
-     * fallback (e.g. `lambda,local`). @default "off" (`npm start` sets local)
-     */
-    OVERFLOW: overflowSchema,
-    /**
-     * Small queries pending for the same variant go onto its queue as one message (micro-batches on
-     * the bus, docs/ARCHITECTURE.md "The query path"); `false`: one message per query. @default "true"
-     */
-    QUEUE_COALESCE: z.enum(["true", "false"]).default("true").transform((v) => v === "true"),
-    /** The Lambda function that runs queries (name or ARN); needed with `lambda`. */
-    LAMBDA_FUNCTION: z.string().min(1).optional(),
-    /** A version or alias of the Lambda function. */
-    LAMBDA_QUALIFIER: z.string().min(1).optional(),
-    /** Memory size of a function, MB (Lambda's 128-10240): Lambda's configuration; prices the local pool's invocations. @default 2048 */
-    FUNCTION_MEMORY_MB: z.coerce.number().int().min(128).max(10_240).default(2048),
-    /** Most local function containers at once. @default 4 */
-    FUNCTION_POOL_SIZE: z.coerce.number().int().min(1).max(256).default(4),
-    /** An idle local function container exits after this long. @default 600000 (10 min) */
-    FUNCTION_KEEP_ALIVE_MS: z.coerce.number().int().positive().default(600_000),
-    /** Circuit breaker: longest one function call may take, ms, even when the query's deadline is further. @default 30000 */
-    BREAKER_CAP_MS: z.coerce.number().int().positive().default(BREAKER_DEFAULTS.capMs),
-    /** Circuit breaker: opens when more than this percentage of the calls in its window failed. @default 50 */
-    BREAKER_ERROR_PERCENT: z.coerce.number().min(1).max(100).default(BREAKER_DEFAULTS.errorThresholdPercentage),
-    /** Circuit breaker: calls in the window before it may open. @default 5 */
-    BREAKER_VOLUME: z.coerce.number().int().min(1).default(BREAKER_DEFAULTS.volumeThreshold),
-    /** Circuit breaker: time open before a trial call, ms. @default 10000 */
-    BREAKER_RESET_MS: z.coerce.number().int().positive().default(BREAKER_DEFAULTS.resetTimeoutMs),
-    /** Circuit breaker: the rolling window its percentages are taken over, ms. @default 10000 */
-    BREAKER_WINDOW_MS: z.coerce.number().int().positive().default(BREAKER_DEFAULTS.rollingWindowMs),
-  })
-  .superRefine((o, ctx) => {
-    if (o.OVERFLOW.includes("lambda") && !o.LAMBDA_FUNCTION) ctx.addIssue({ code: "custom", path: ["LAMBDA_FUNCTION"], message: "OVERFLOW names lambda: set LAMBDA_FUNCTION to the function's name or ARN" });
-  });
-
-export type DispatcherOptions = z.infer<typeof dispatcherEnvSchema>;
-
 export function compileDispatcherOptions(env: Record<string, string | undefined>): DispatcherOptions {
-  return compileOptions(dispatcherEnvSchema, env, "dispatcher");
+  return compileOptions(dispatcherSettings, env, "dispatcher");
 }

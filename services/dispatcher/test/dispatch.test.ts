@@ -19,6 +19,7 @@ import {
 import { connectBus, createLogger, makeHeaders, type Bus } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { startNats, startRedis, type ServerHandle } from "@sloserve/stack";
+import { waitFor } from "@sloserve/testing";
 import { ClusterView } from "../src/cluster.js";
 import { SelectionView } from "../src/selection-view.js";
 import { ArrivalCounter } from "../src/arrivals.js";
@@ -196,7 +197,7 @@ async function ask(subject: string, payload: unknown): Promise<{ variant?: strin
   const sub = bus.nc.subscribe(inbox, { callback: (_e, m) => void replies.push(m) });
   bus.nc.publish(subject, JSON.stringify(payload), { reply: inbox });
   try {
-    return await until(() => {
+    return await waitFor(`the dispatcher to queue or answer a query on ${subject}`, () => {
       const q = queued.find((x) => x.headers?.get(headers.replyTo) === inbox);
       if (q) return { variant: q.variant, headers: q.headers };
       const r = replies[0];
@@ -208,21 +209,17 @@ async function ask(subject: string, payload: unknown): Promise<{ variant?: strin
   }
 }
 
-async function until<T>(probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error("timed out waiting for the dispatcher");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** Load commands for a variant, after everything published so far has come back. */
-async function commandsFor(variant: string): Promise<ScaleCommand[]> {
+/**
+ * Load commands for a variant: once at least `atLeast` have come, and after everything published so
+ * far has come back. The dispatcher sends its commands on its own time, and a check that no more (or
+ * none) came has no event to wait for: hence the pause after the flush.
+ */
+async function commandsFor(variant: string, atLeast = 0): Promise<ScaleCommand[]> {
+  const of = () => commands.filter((c) => c.command.variant === variant).map((c) => c.command);
+  if (atLeast > 0) await waitFor(`${atLeast} load command(s) for ${variant}`, () => of().length >= atLeast);
   await bus.nc.flush();
   await new Promise((r) => setTimeout(r, 100));
-  return commands.filter((c) => c.command.variant === variant).map((c) => c.command);
+  return of();
 }
 
 // ------------------------------------------------------------------ model-specific queries
@@ -255,7 +252,7 @@ describe("dispatcher - model queries", () => {
     await report(clock, "w1", [{ variant: q8.name, state: "active" }]);
     const r = await ask(subjects.inferModel(m.name), body());
     expect(r.variant).toBe(fp.name);
-    expect((await commandsFor(fp.name)).map((c) => c.atMs)).toEqual([T0]);
+    expect((await commandsFor(fp.name, 1)).map((c) => c.atMs)).toEqual([T0]);
     expect(await commandsFor(q8.name)).toEqual([]);
   });
 
@@ -282,7 +279,7 @@ describe("dispatcher - model queries", () => {
       await report(clock, "w1", []); // heartbeat: the worker stays live
       const r = await ask(subjects.inferModel(m.name), body());
       expect(r.variant).toBe(a.name);
-      expect((await commandsFor(a.name)).map((c) => c.atMs)).toEqual(s.wantCommands);
+      expect((await commandsFor(a.name, s.wantCommands.length)).map((c) => c.atMs)).toEqual(s.wantCommands);
     }
     expect(commands.filter((c) => c.command.variant === a.name).every((c) => c.worker === "w1")).toBe(true);
   });
@@ -298,7 +295,7 @@ describe("dispatcher - model queries", () => {
     // (a load that fails ends Inactive: libs/executor worker.ts)
     await stateEvent(clock, a, "w1", "inactive", "loading");
     await ask(subjects.inferModel(m.name), body());
-    expect((await commandsFor(a.name)).map((c) => c.atMs)).toEqual([T0, T0 + 1_000]);
+    expect((await commandsFor(a.name, 2)).map((c) => c.atMs)).toEqual([T0, T0 + 1_000]);
   });
 
   it("dispatcher - a variant query goes to the variant named, int8 included; none placeable says why", async () => {
@@ -334,7 +331,7 @@ describe("dispatcher - model queries", () => {
     await stateEvent(clock, a, "w1", "inactive", "unloading");
     const r = await ask(subjects.inferModel(m.name), body());
     expect(r.variant).toBe(a.name);
-    expect((await commandsFor(a.name)).map((c) => c.atMs)).toEqual([T0 + 300]);
+    expect((await commandsFor(a.name, 1)).map((c) => c.atMs)).toEqual([T0 + 300]);
     expect(commands.filter((c) => c.command.variant === a.name).map((c) => c.worker)).toEqual(["w1"]);
   });
 
@@ -425,7 +422,7 @@ describe("dispatcher - model-less queries", () => {
       }
       const r = await ask(subjects.inferApp(app), body({ latency_ms: 100 }));
       expect(r.variant).toBe(`${app}-${c.want}`);
-      const loads = await commandsFor(fresh.name);
+      const loads = await commandsFor(fresh.name, c.wantLoadOn ? 1 : 0);
       expect(loads.length).toBe(c.wantLoadOn ? 1 : 0);
       if (c.wantLoadOn) expect(commands.find((x) => x.command.variant === fresh.name)?.worker).toBe(c.wantLoadOn);
     });
@@ -475,13 +472,13 @@ describe("dispatcher - rescue", () => {
     clock.advance(2_000);
     // Rerouted at t0 + 61 s, the time of the reroute, not of the event: 61 000 ≥ 60 000, m7-b8's load
     // is no longer pending, so it is asked for again (once: the second query finds it pending).
-    const moved = await until(() => {
+    const moved = await waitFor("both queries rerouted to m7-b8", () => {
       const got = queued.filter((q) => q.variant === b8.name && inboxes.includes(q.headers?.get(headers.replyTo) ?? ""));
       return got.length === 2 ? got : undefined;
     });
     expect(moved.length).toBe(2);
-    expect((await commandsFor(b8.name)).map((c) => c.atMs)).toEqual([T0, T0 + 61_000]);
-    await until(() => (logLines.some((l) => l["msg"] === "rescued queries from an unloaded variant's queue" && l["variant"] === a.name) ? true : undefined));
+    expect((await commandsFor(b8.name, 2)).map((c) => c.atMs)).toEqual([T0, T0 + 61_000]);
+    await waitFor("the rescue's log line", () => logLines.some((l) => l["msg"] === "rescued queries from an unloaded variant's queue" && l["variant"] === a.name));
   });
 
   it("dispatcher - rescue splits a message of coalesced queries and routes each query alone", async () => {
@@ -496,7 +493,7 @@ describe("dispatcher - rescue", () => {
     await bus.js.publish(subjects.queue(a.name), concatParts(parts, byteLength), { headers: makeHeaders({ [headers.queries]: inboxes.length }) });
     await report(clock, "w1", []);
     await stateEvent(clock, a, "w1", "inactive", "unloading");
-    const moved = await until(() => {
+    const moved = await waitFor("the three coalesced queries rerouted one by one", () => {
       const got = queued.filter((q) => q.variant === b8.name && inboxes.includes(q.headers?.get(headers.replyTo) ?? ""));
       return got.length === 3 ? got : undefined;
     });

@@ -21,6 +21,7 @@ import { Catalog, MetadataStore } from "@sloserve/store";
 import { OnnxRunner, inspectModel } from "@sloserve/runtime";
 import { BreakerFunctionProvider, FallbackFunctionProvider, LocalFunctionPool, type FunctionProvider } from "@sloserve/providers";
 import { ocrModels, startNats, startRedis, tempDir, type ServerHandle } from "@sloserve/stack";
+import { waitFor } from "@sloserve/testing";
 import { ClusterView } from "../src/cluster.js";
 import { SelectionView } from "../src/selection-view.js";
 import { ArrivalCounter } from "../src/arrivals.js";
@@ -163,24 +164,14 @@ async function ask(subject: string, body: Uint8Array | object, h: Record<string,
   if (body instanceof Uint8Array) hdrs.set(headers.contentType, contentTypes.wire);
   bus.nc.publish(subject, body instanceof Uint8Array ? body : JSON.stringify(body), { reply: inbox, headers: hdrs });
   try {
-    return await until(() => {
+    return await waitFor(`the dispatcher to queue or answer a query on ${subject}`, (): Outcome | undefined => {
       const q = queued.find((x) => x.headers?.get(headers.replyTo) === inbox);
       if (q) return { queued: q.variant };
       const r = replies[0];
       return r ? { reply: r } : undefined;
-    }, 45_000);
+    }, { timeoutMs: 45_000 });
   } finally {
     sub.unsubscribe();
-  }
-}
-
-async function until<T>(probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error("timed out waiting for the dispatcher");
-    await new Promise((r) => setTimeout(r, 20));
   }
 }
 
@@ -388,9 +379,9 @@ describe("dispatcher overflow - accounting and pre-warming", () => {
     await report("w-lost", [{ variant: v.name, state: "active", arrivals: 400 }]);
     clock.advance(5_001);
     dispatcher.tick(clock.now());
-    const line = await until(() => logLines.find((l) => l["msg"] === "pre-warming functions" && l["provider"] === "warm-lost"));
+    const line = await waitFor("the pre-warming log line", () => logLines.find((l) => l["msg"] === "pre-warming functions" && l["provider"] === "warm-lost"));
     expect(line).toMatchObject({ containers: 3, variant: v.name, cause: "capacity lost", workers: ["w-lost"] });
-    await until(() => (fresh.poolStats().idle === 3 ? true : undefined), 45_000);
+    await waitFor("3 idle containers", () => fresh.poolStats().idle === 3, { timeoutMs: 45_000 });
     expect(fresh.poolStats().containers).toBe(3);
   });
 
@@ -405,9 +396,9 @@ describe("dispatcher overflow - accounting and pre-warming", () => {
     await publish(subjects.forecast("surge"), forecast([12]));
     // 300 q/s: a surge; 300 − max(10, 140) = 160 q/s × 7 ms = 1.12 → 2 containers.
     await publish(subjects.forecast("surge"), forecast([300, 300]));
-    const line = await until(() => logLines.find((l) => l["msg"] === "pre-warming functions" && l["app"] === "surge"));
+    const line = await waitFor("the pre-warming log line", () => logLines.find((l) => l["msg"] === "pre-warming functions" && l["app"] === "surge"));
     expect(line).toMatchObject({ containers: 2, variant: v.name, cause: "forecast" });
     expect(logLines.filter((l) => l["msg"] === "pre-warming functions" && l["app"] === "surge")).toHaveLength(1);
-    await until(() => (fresh.poolStats().idle === 2 ? true : undefined), 45_000);
+    await waitFor("2 idle containers", () => fresh.poolStats().idle === 2, { timeoutMs: 45_000 });
   });
 });

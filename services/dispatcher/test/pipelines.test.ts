@@ -18,6 +18,7 @@ import {
 import { connectBus, createLogger, makeHeaders, type Bus } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { startNats, startRedis, digitsModels, digitsCascadeSpec, type BundledModel, type ServerHandle } from "@sloserve/stack";
+import { waitFor } from "@sloserve/testing";
 import { Worker, onnxBackend } from "@sloserve/executor";
 import { OnnxRunner, inspectModel } from "@sloserve/runtime";
 import { ClusterView } from "../src/cluster.js";
@@ -107,7 +108,7 @@ beforeAll(async () => {
   await worker.start();
   for (const v of variants) expect(await worker.execute({ id: `load-${v.name}`, action: "load", variant: v.name, reason: "test", atMs: clock.now() })).toMatchObject({ ok: true });
   await worker.tick();
-  await until(() => variants.every((v) => cluster.count(v.name, "active") === 1));
+  await waitFor("both variants active in the dispatcher's cluster view", () => variants.every((v) => cluster.count(v.name, "active") === 1));
   selection.refreshRuntime(cluster);
 });
 
@@ -120,14 +121,6 @@ afterAll(async () => {
   await store?.close();
   await Promise.all([nats?.stop(), redis?.stop()]);
 });
-
-async function until(cond: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const digit = (i: number, name = "input"): Tensor => ({ name, datatype: "FP32", shape: [1, 1, 28, 28], data: digits.inputs.slice(i * 784, (i + 1) * 784) });
 
@@ -367,7 +360,7 @@ describe("pipelines - queries", () => {
     const replies: Msg[] = [];
     const sub = bus.nc.subscribe(inbox, { callback: (_e, m) => void replies.push(m) });
     bus.nc.publish(subjects.inferPipeline("cascade"), JSON.stringify({ id: "j1", inputs: [{ name: "input", datatype: "FP32", shape: [1, 1, 28, 28], data: Array.from(digit(5).data as Float32Array) }] }), { reply: inbox });
-    await until(() => replies.length === 1);
+    await waitFor("the JSON answer", () => replies.length === 1);
     sub.unsubscribe();
     const body = replies[0]!.json<{ id: string; outputs: Array<{ name: string; data: number[] }> }>();
     expect(body.id).toBe("j1");
@@ -380,7 +373,7 @@ describe("pipelines - queries", () => {
     await bus.nc.flush();
     clock.advance(1000);
     service.tick(clock.now());
-    await until(() => reports.length === 1);
+    await waitFor("the pipeline report", () => reports.length === 1);
     tap.unsubscribe();
     const r = reports[0]!;
     // Answered on cascade so far: sure, unsure, strict (first test), the late one, the JSON one: 5, one of them late

@@ -3,6 +3,7 @@ import { DiscardPolicy, RetentionPolicy, StorageType, jetstream, jetstreamManage
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { makeHeaders, systemClock } from "@sloserve/bus";
 import { startNats, type ServerHandle } from "@sloserve/stack";
+import { waitFor } from "@sloserve/testing";
 import { PublishGaveUp, isTransientPublishError, publishRetryDelayMs, publishUntil } from "../src/publish-retry.js";
 import { AckedPublisher, type QueuePublisher } from "../src/queue-publisher.js";
 
@@ -70,7 +71,7 @@ describe.each([
       onRetry: (_err, attempt) => retries.push(attempt),
     });
     // The stream comes (back) once the publisher has been refused at least once.
-    while (retries.length === 0) await new Promise((r) => setTimeout(r, 10));
+    await waitFor("the publisher refused once", () => retries.length > 0, { intervalMs: 10 });
     await addStream(stream("PRA"));
     const { ack, attempts } = await publishing;
     expect(attempts).toBeGreaterThan(1);

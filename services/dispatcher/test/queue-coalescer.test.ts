@@ -3,6 +3,7 @@ import type { PubAck } from "@nats-io/jetstream";
 import type { MsgHdrs } from "@nats-io/transport-node";
 import { decodeCoalesced, encodeTensors, headers, type Clock } from "@sloserve/contracts";
 import { ALIGN_FROM_BYTES } from "@sloserve/bus";
+import { waitFor } from "@sloserve/testing";
 import { COALESCED_MAX_BYTES, COALESCE_IN_FLIGHT, QueueCoalescer } from "../src/queue-coalescer.js";
 import type { QueuePublisher } from "../src/queue-publisher.js";
 
@@ -18,9 +19,6 @@ class FakeQueue implements QueuePublisher {
 
 const clock: Clock = { now: () => 1_000 };
 const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
-async function until(f: () => boolean): Promise<void> {
-  while (!f()) await new Promise((r) => setTimeout(r, 5));
-}
 const payload = (i: number, bytes = 64): Uint8Array => encodeTensors([{ name: "x", datatype: "UINT8", shape: [bytes], data: new Uint8Array(bytes).fill(i) }]);
 const fields = (i: number) => ({ [headers.replyTo]: `_INBOX.${i}`, [headers.deadline]: 5_000 + i, [headers.requestId]: `r${i}`, [headers.sloLatencyMs]: undefined });
 
@@ -111,13 +109,13 @@ describe("queue coalescing (dispatcher)", () => {
     await turn();
     expect(q.sent).toHaveLength(COALESCE_IN_FLIGHT);
     q.sent[0]!.fail(Object.assign(new Error("jetstream is not enabled"), { name: "JetStreamNotEnabled" }));
-    await new Promise((r) => setTimeout(r, 20));
+    await waitFor("m1 sent", () => q.sent.some((s) => s.msgID === "m1"), { intervalMs: 5 });
     // m1 went while m0 waits to be tried again.
     expect(q.sent.map((s) => s.msgID)).toEqual(["m0", ...fillers.map((_, i) => `f${i + 1}`), "m1"]);
     for (const s of q.sent.slice(1)) s.ack();
     expect(await later).toBe(1);
     expect(await Promise.all(fillers)).toEqual(fillers.map(() => 1));
-    await until(() => q.sent.length === COALESCE_IN_FLIGHT + 2);
+    await waitFor("m0 tried again", () => q.sent.length === COALESCE_IN_FLIGHT + 2, { intervalMs: 5 });
     expect(q.sent[COALESCE_IN_FLIGHT + 1]!.msgID).toBe("m0");
     q.sent[COALESCE_IN_FLIGHT + 1]!.ack();
     expect(await first).toBe(2);

@@ -4,6 +4,7 @@ import { createInbox, type Msg } from "@nats-io/transport-node";
 import { connectBus, createLogger, makeHeaders, systemClock, type Bus } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
 import { startNats, startRedis, ocrModels, type ServerHandle } from "@sloserve/stack";
+import { waitFor } from "@sloserve/testing";
 import { Worker, onnxBackend } from "@sloserve/executor";
 import { decodeTensors, encodeTensors, headers, subjects, type BatchingTunedEvent, type ModelProfiledEvent, type VariantRecord } from "@sloserve/contracts";
 
@@ -94,17 +95,12 @@ function send(v: VariantRecord, n: number): { published: Promise<void>; sizes: P
   return { published, sizes, replies };
 }
 
-const until = async (cond: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> => {
-  const end = Date.now() + ms;
-  while (!(await cond()) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-};
-
 describe("executor-cpu re-tuned batching", () => {
   it("batch-wait - a running instance takes a re-tuned Wbatch from the registry event, without a reload", async () => {
     await worker.execute({ id: "c1", action: "load", variant: b4.name, reason: "test", atMs: systemClock.now() });
     expect(worker.batchWaitMs(b4.name)).toBe(0); // as stored at load
     await announce(b4, 60_000);
-    await until(() => worker.batchWaitMs(b4.name) === 60_000);
+    await waitFor("the running instance at Wbatch 60 s", () => worker.batchWaitMs(b4.name) === 60_000);
     expect(worker.batchWaitMs(b4.name)).toBe(60_000);
     // With Wbatch 60 s the batch leaves when it holds Nbatch = 4, whatever the spacing of the queries.
     const q = send(b4, 4);
@@ -116,7 +112,7 @@ describe("executor-cpu re-tuned batching", () => {
     const q = send(b4, 2);
     await q.published;
     // Both are held by the instance, waiting for two more (or 60 s).
-    await until(async () => (await worker.tick()).variants.find((v) => v.variant === b4.name)?.queueLength === 2);
+    await waitFor("two queries held by the instance", async () => (await worker.tick()).variants.find((v) => v.variant === b4.name)?.queueLength === 2);
     await announce(b4, 0);
     expect(await q.sizes).toEqual([2, 2]);
     expect(worker.batchWaitMs(b4.name)).toBe(0);
@@ -124,7 +120,9 @@ describe("executor-cpu re-tuned batching", () => {
 
   it("batch-wait - an instance loaded after the event batches with the announced Wbatch, not the older stored one", async () => {
     await announce(b2, 25);
-    await new Promise((r) => setTimeout(r, 200)); // the event is in before the load (Redis still says 0)
+    // The event is in before the load (Redis still says 0): the worker follows it on this same
+    // connection, so once the publish is acknowledged a round trip has delivered it.
+    await bus.nc.flush();
     expect((await store.getVariant(b2.name))?.batchWaitMs).toBe(0);
     await worker.execute({ id: "c2", action: "load", variant: b2.name, reason: "test", atMs: systemClock.now() });
     expect(worker.batchWaitMs(b2.name)).toBe(25);
@@ -134,7 +132,7 @@ describe("executor-cpu re-tuned batching", () => {
     bus.nc.publish(subjects.batchingTuned("ocr-cls"), "not json");
     bus.nc.publish(subjects.batchingTuned("ocr-cls"), JSON.stringify({ model: "ocr-cls" }));
     await announce({ ...b2, hardware: "gpu" }, 99);
-    await new Promise((r) => setTimeout(r, 200));
+    await bus.nc.flush(); // the worker's subscription is on this connection: all three are delivered
     expect(worker.batchWaitMs(b2.name)).toBe(25);
   });
 
@@ -146,7 +144,7 @@ describe("executor-cpu re-tuned batching", () => {
     expect(before.replies.map(accuracyOf)).toEqual([null, null, null, null]);
     const event: ModelProfiledEvent = { model: b4.model, variants: [{ ...b4, accuracy: 0.93, profile: { ...b4.profile!, accuracy: 0.93 } }], removed: [] };
     await bus.js.publish(subjects.modelProfiled(b4.model), JSON.stringify(event));
-    await until(() => worker.variantRecord(b4.name)?.accuracy === 0.93);
+    await waitFor("the profiled accuracy on the running instance", () => worker.variantRecord(b4.name)?.accuracy === 0.93);
     const after = send(b4, 4);
     await after.published;
     await after.sizes;

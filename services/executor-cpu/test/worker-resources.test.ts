@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { connectBus, createLogger, type Bus } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
 import { startNats, startRedis, ocrModels, type ServerHandle } from "@sloserve/stack";
+import { waitFor } from "@sloserve/testing";
 import { Worker, onnxBackend, type BackendFactory } from "@sloserve/executor";
 import { ManualClock, type VariantRecord } from "@sloserve/contracts";
 
@@ -81,11 +82,10 @@ describe("worker resources", () => {
     // The loads wait on the gate: the report shows both loading, holding a thread, their memory and their
     // GPU memory (the footprint: the profile's memory) each — GPU instances share GPUs by footprint and
     // hold none whole (libs/policy accelerator-share.ts); each GPU offers 16 GiB by default.
-    let loading = worker.buildReport(clock.now()).report;
-    for (let i = 0; i < 200 && !loading.variants.some((v) => v.loading === 2); i++) {
-      await new Promise((r) => setTimeout(r, 10));
-      loading = worker.buildReport(clock.now()).report;
-    }
+    const loading = await waitFor("both instances loading in the report", () => {
+      const { report } = worker.buildReport(clock.now());
+      return report.variants.some((v) => v.loading === 2) && report;
+    }, { intervalMs: 10 });
     expect(loading).toMatchObject({ accelerators: 2, acceleratorsUsed: 0, acceleratorMemoryBytes: 16 * 1024 ** 3, acceleratorMemoryUsedBytes: 2_000_000, threadsUsed: 2, memoryUsedBytes: 2_000_000 });
     expect(loading.variants).toMatchObject([{ variant: variant.name, state: "loading", instances: 0, loading: 2 }]);
     open();

@@ -4,6 +4,7 @@ import { createInbox, type Msg, type Subscription } from "@nats-io/transport-nod
 import { connectBus, createLogger, makeHeaders, type Bus } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
 import { startNats, startRedis, ocrModels, type ServerHandle } from "@sloserve/stack";
+import { waitFor } from "@sloserve/testing";
 import { Worker, onnxBackend } from "@sloserve/executor";
 import { ManualClock, contentTypes, encodeTensors, headers, subjects, stateEventSchema, workerReportSchema, type StateEvent, type VariantRecord, type WorkerReport } from "@sloserve/contracts";
 
@@ -90,16 +91,11 @@ async function send(n: number, deadlineMs: number): Promise<Msg[]> {
   return replies;
 }
 
-const until = async (cond: () => boolean, ms = 5000): Promise<void> => {
-  const end = Date.now() + ms;
-  while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-};
-
 describe("executor-cpu worker shell", () => {
   it("worker - loads a variant on command and reports it active", async () => {
     const result = await worker.execute({ id: "c1", action: "load", variant: variant.name, reason: "test", atMs: clock.now() });
     expect(result).toMatchObject({ ok: true, action: "load" });
-    await until(() => events.some((e) => e.state === "active"));
+    await waitFor("the active state event", () => events.some((e) => e.state === "active"));
     expect(events.map((e) => e.state)).toEqual(["loading", "active"]);
     expect(events.every((e) => e.atMs === T0)).toBe(true); // the injected clock, not the wall clock
   });
@@ -118,7 +114,7 @@ describe("executor-cpu worker shell", () => {
     clock.advance(1000);
     const r1 = await worker.tick();
     expect(r1.variants[0]).toMatchObject({ variant: variant.name, state: "overloaded", instances: 1, arrivals: 9 });
-    await until(() => events.some((e) => e.state === "overloaded"));
+    await waitFor("the overloaded state event", () => events.some((e) => e.state === "overloaded"));
     expect(events.at(-1)).toMatchObject({ state: "overloaded", previous: "active", atMs: T0 + 1000 });
     // Idle seconds: the 5 s window spreads 9 arrivals over 2 s (4.5 < 5) → back to active.
     clock.advance(1000);
@@ -138,27 +134,27 @@ describe("executor-cpu worker shell", () => {
     const reports: WorkerReport[] = [];
     const reportSub = bus.nc.subscribe(subjects.workerMetrics("w-stopping"), { callback: (_e, m) => void reports.push(workerReportSchema.parse(m.json())) });
     const loading = w.execute({ id: "c-stop", action: "load", variant: variant.name, reason: "test", atMs: clock.now() });
-    await until(() => events.some((e) => e.worker === "w-stopping" && e.state === "loading"));
+    await waitFor("w-stopping's loading state event", () => events.some((e) => e.worker === "w-stopping" && e.state === "loading"));
     const stopped = w.stop();
     open();
     await stopped;
     // The load finished after the stop began: released, not started; the command fails.
     expect(await loading).toMatchObject({ ok: false, error: "worker stopping" });
-    await until(() => events.some((e) => e.worker === "w-stopping" && e.state === "inactive"));
+    await waitFor("w-stopping's inactive state event", () => events.some((e) => e.worker === "w-stopping" && e.state === "inactive"));
     expect(events.filter((e) => e.worker === "w-stopping").map((e) => [e.state, e.reason])).toEqual([
       ["loading", "test"],
       ["inactive", "worker stopping: load abandoned"],
     ]);
     expect((await store.listInstances()).filter((i) => i.worker === "w-stopping")).toEqual([]);
     // Its last report says it leaves, with nothing loaded: readers forget it at once.
-    await until(() => reports.some((r) => r.leaving === true));
+    await waitFor("w-stopping's last report (leaving)", () => reports.some((r) => r.leaving === true));
     reportSub.unsubscribe();
     expect(reports.at(-1)).toMatchObject({ worker: "w-stopping", leaving: true, variants: [] });
   });
 
   it("worker - unload makes the variant inactive", async () => {
     await worker.execute({ id: "c2", action: "unload", variant: variant.name, reason: "test", atMs: clock.now() });
-    await until(() => events.at(-1)?.state === "inactive");
+    await waitFor("the inactive state event after the unload", () => events.at(-1)?.state === "inactive");
     expect(events.slice(-2).map((e) => e.state)).toEqual(["unloading", "inactive"]);
     expect((await worker.tick()).variants).toEqual([]);
   });

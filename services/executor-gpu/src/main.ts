@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { hostname, totalmem } from "node:os";
 import { z } from "zod";
-import { commonEnvSchema, compileOptions } from "@sloserve/contracts";
+import { compileOptions } from "@sloserve/contracts";
+import { executorGpuSettings } from "@sloserve/settings";
 import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
 import { ExecutorMetrics, Worker, onnxBackend } from "@sloserve/executor";
@@ -17,27 +18,7 @@ import { tensorrtEnvironment, type GpuOffer } from "@sloserve/policy";
  * (`settings.tensorrt`) run on onnxruntime's TensorRT provider at `TENSORRT_PRECISION`; where that
  * provider is missing (onnxruntime-node's CUDA build does not ship it) they are refused, saying why.
  */
-const envSchema = commonEnvSchema.extend({
-  WORKER_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/).optional(),
-  /** Variant instances the GPU takes at once. @default 4 */
-  WORKER_SLOTS: z.coerce.number().int().min(1).default(4),
-  /**
-   * GPUs this worker offers to the model autoscaler: GPU variant instances share them by their memory
-   * footprint (libs/policy accelerator-share.ts), so with GPU_MEMORY_MB this bounds the instances it
-   * replicates here. @default 1
-   */
-  ACCELERATORS: z.coerce.number().int().min(1).default(1),
-  /** Memory of each GPU, MB. @default 16384 (the V100 of p3.2xlarge) */
-  GPU_MEMORY_MB: z.coerce.number().int().min(1).optional(),
-  /**
-   * Precision of the TensorRT engines this worker builds for TensorRT variants (onnxruntime-node sets
-   * it per process, libs/policy hardware-settings.ts); `none`: no TensorRT variants here. @default fp16
-   */
-  TENSORRT_PRECISION: z.enum(["fp32", "fp16", "int8", "none"]).default("fp16"),
-  /** CUDA device. @default 0 */
-  GPU_DEVICE_ID: z.coerce.number().int().min(0).default(0),
-  WORKER_MEMORY_MB: z.coerce.number().int().min(64).default(Math.floor((totalmem() * 0.8) / 1048576)),
-});
+const envSchema = executorGpuSettings;
 
 await runService("executor-gpu", process.env, async (log) => {
   const options = compileOptions(envSchema, process.env, "executor-gpu");

@@ -1,7 +1,8 @@
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { z } from "zod";
-import { arrivalsReportSchema, commonEnvSchema, compileOptions, subjects } from "@sloserve/contracts";
+import { arrivalsReportSchema, compileOptions, subjects } from "@sloserve/contracts";
+import { forecasterSettings } from "@sloserve/settings";
 import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
 import { DEFAULT_PREDICTOR, loadPredictor, parsePredictorSpec, parsePredictorsByApp, type Predictor } from "@sloserve/policy";
@@ -10,39 +11,7 @@ import { ForecasterMetrics } from "./metrics.js";
 import { startServiceMetrics } from "@sloserve/metrics";
 
 /** forecaster: per-app arrival forecasts (MArk §4.2) on `forecast.<app>`, every unit. */
-const envSchema = commonEnvSchema.extend({
-  /** Prediction unit Pu, seconds. @default 60 */
-  UNIT_S: z.coerce.number().int().min(1).default(60),
-  /** Sample window Ps, seconds (divides UNIT_S). @default 5 */
-  SAMPLE_S: z.coerce.number().int().min(1).default(5),
-  /** Units forecast, Pw. @default 60 */
-  HORIZON: z.coerce.number().int().min(1).default(60),
-  /** Units per season. @default 1440 (a day of minutes) */
-  SEASON: z.coerce.number().int().min(2).default(1440),
-  /** Units of history kept. @default 10080 (a week of minutes) */
-  KEEP: z.coerce.number().int().min(2).default(10080),
-  /**
-   * The predictor of every app (libs/policy predictors.ts): auto, last-value, seasonal-naive,
-   * holt-winters, or module:/path/to/predictor.js (a user's Forecaster; examples/predictor-recent-peak.js).
-   * @default auto
-   */
-  FORECASTER: z.string().default(DEFAULT_PREDICTOR).superRefine((v, ctx) => {
-    try {
-      parsePredictorSpec(v);
-    } catch (err) {
-      ctx.addIssue({ code: "custom", message: (err as Error).message });
-    }
-  }),
-  /** Per-app predictors, `app=name,app2=module:/path.js`; apps not named use FORECASTER. @default none */
-  FORECASTER_BY_APP: z.string().default("").transform((v, ctx) => {
-    try {
-      return parsePredictorsByApp(v);
-    } catch (err) {
-      ctx.addIssue({ code: "custom", message: (err as Error).message });
-      return z.NEVER;
-    }
-  }),
-});
+const envSchema = forecasterSettings;
 
 /** A user's predictor module, by path (relative to the working directory). */
 const importModule = (path: string): Promise<unknown> => import(pathToFileURL(resolve(path)).href);

@@ -8,6 +8,7 @@ import type { Subscription } from "@nats-io/transport-node";
 import { connectBus, createLogger, type Bus } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
 import { startNats, startRedis, type ServerHandle } from "@sloserve/stack";
+import { waitFor } from "@sloserve/testing";
 import { forecastMessageSchema, subjects, type ArrivalsReport, type ForecastMessage } from "@sloserve/contracts";
 import { builtinPredictor, loadPredictor, type ModuleImporter } from "@sloserve/policy";
 import { Forecaster } from "../src/forecaster.js";
@@ -80,9 +81,11 @@ describe("forecaster shell", () => {
     expect(out.find((m) => m.app === "broken")).toBeUndefined();
     expect(await store.getForecastHistory("shop")).toEqual([45]);
     expect(await store.getForecastHistory("broken")).toEqual([7]); // the history is kept though the predictor failed
-    await new Promise((r) => setTimeout(r, 200));
+    // closeUnit resolved after each publish was acknowledged; a round trip on the connection our
+    // subscription is on has delivered them.
+    await bus.nc.flush();
     expect(published.map((m) => m.app).sort()).toEqual(["ads", "shop"]);
-    const failure = logs.find((l) => l.msg === "predictor failed: no forecast for this unit");
+    const failure = await waitFor("the predictor's failure logged", () => logs.find((l) => l.msg === "predictor failed: no forecast for this unit"));
     expect(failure).toMatchObject({ level: 50, app: "broken", predictor: `module:${join(dir, "broken.mjs")}` });
   });
 

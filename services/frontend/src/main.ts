@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import { commonEnvSchema, compileOptions, subjects } from "@sloserve/contracts";
+import { compileOptions, subjects } from "@sloserve/contracts";
+import { frontendSettings } from "@sloserve/settings";
 import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { ApiKeyStore, Catalog, MetadataStore } from "@sloserve/store";
 import { Authenticator } from "./auth.js";
@@ -9,29 +10,7 @@ import { startGrpcServer } from "./grpc.js";
 import { ProfileProgressView } from "./progress.js";
 
 /** frontend: the HTTP API (Open Inference Protocol + model registration), dashboard and metrics; the Open Inference Protocol over gRPC. */
-const envSchema = commonEnvSchema.extend({
-  HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  HTTP_HOST: z.string().default("0.0.0.0"),
-  /** The Open Inference Protocol over gRPC (grpc.ts); 0: a free port. */
-  GRPC_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
-  /** @default HTTP_HOST */
-  GRPC_HOST: z.string().optional(),
-  MAX_BODY_BYTES: z.coerce.number().int().positive().default(8 * 1024 * 1024),
-  MAX_MODEL_BYTES: z.coerce.number().int().positive().default(512 * 1024 * 1024),
-  DEFAULT_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
-  /** Access control: API keys on every route and gRPC method but health, metrics and the dashboard page (docs/SECURITY.md). @default false */
-  AUTH: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
-  /** The bootstrap admin key (any string of 32 characters or more, e.g. `openssl rand -hex 32`); required with AUTH=true. */
-  SLOSERVE_ADMIN_KEY: z.string().min(32, "SLOSERVE_ADMIN_KEY must be at least 32 characters (e.g. openssl rand -hex 32)").optional(),
-  /** How long a checked key is trusted before Redis is read again (a key revoked through another frontend), ms. @default 5000 */
-  AUTH_CACHE_MS: z.coerce.number().int().min(0).default(5000),
-  /** HTTPS and gRPC over TLS: PEM certificate chain and private key files (both or neither). @default plain */
-  TLS_CERT_FILE: z.string().min(1).optional(),
-  TLS_KEY_FILE: z.string().min(1).optional(),
-}).superRefine((o, ctx) => {
-  if (o.AUTH && !o.SLOSERVE_ADMIN_KEY) ctx.addIssue({ code: "custom", path: ["SLOSERVE_ADMIN_KEY"], message: "AUTH=true needs SLOSERVE_ADMIN_KEY, the bootstrap admin key (e.g. openssl rand -hex 32)" });
-  if ((o.TLS_CERT_FILE === undefined) !== (o.TLS_KEY_FILE === undefined)) ctx.addIssue({ code: "custom", path: ["TLS_CERT_FILE"], message: "give both TLS_CERT_FILE and TLS_KEY_FILE, or neither" });
-});
+const envSchema = frontendSettings;
 
 await runService("frontend", process.env, async (log) => {
   const options = compileOptions(envSchema, process.env, "frontend");

@@ -3,26 +3,28 @@ import { arrivalsReportSchema, describeZodError, subjects, workerReportSchema, t
 import type { Bus, Logger } from "@sloserve/bus";
 import type { Catalog } from "@sloserve/store";
 import {
+  HoldFilter,
+  SloWindow,
   planModelActions,
   toVariantProfile,
+  workerRunsFromReport,
   WORKER_STALE_MS,
   PACK_BELOW_UTILISATION,
-  workerFreeResources,
   type ModelAction,
   type ModelActionsConfig,
   type ModelActionsState,
   type ModelAutoscalerConfig,
   type VariantFloor,
   type VariantProfile,
-  type VariantRuns,
   type WorkerRuns,
 } from "@sloserve/policy";
 import type { ModelAutoscalerMetrics } from "./metrics.js";
 
 /**
  * The stateful shell around the model autoscaler (INFaaS §4.2): keeps each worker's latest report and
- * the tightest latency SLO per model from the dispatchers' arrival reports. Every tick it turns the
- * reports into what each worker runs, calls libs/policy `planModelActions` (the rule the simulator
+ * the tightest latency SLO per model of the last minute from the dispatchers' arrival reports (libs/policy
+ * `SloWindow`). Every tick it turns the reports into what each worker runs (libs/policy
+ * `workerRunsFromReport`, which the simulator's machines' reports go through too), calls libs/policy `planModelActions` (the rule the simulator
  * runs too: the autoscaler's decisions, swaps, commands in flight, placement elsewhere with bin
  * packing, escalation, and moves of the variants a report shows Interfered: INFaaS §4.1)
  * and carries out the actions it returns, in order: decisions on `decision.model.<worker>` with their
@@ -50,40 +52,12 @@ export interface ModelAutoscalerControllerOptions {
   packBelowUtilisation?: number;
 }
 
-/** How long a model's SLO seen in arrival reports is remembered. */
-const SLO_MEMORY_MS = 60_000;
-
-/**
- * What a worker runs, from its report: ready and loading instances and arrivals per variant, and its
- * free threads, memory, accelerators and GPU memory (libs/policy `workerFreeResources`: GPU variants
- * share a GPU by memory footprint; a worker that accounts no memory has no limit on it).
- */
-export function workerRunsFromReport(report: WorkerReport, seenAtMs: number): WorkerRuns {
-  const variants: Record<string, VariantRuns> = {};
-  let busy = 0;
-  for (const v of report.variants) {
-    busy += v.utilisation;
-    const ready = v.state === "loading" || v.state === "unloading" ? 0 : v.instances;
-    const loading = Math.max(v.loading ?? 0, v.state === "loading" ? 1 : 0);
-    variants[v.variant] = { ready, loading, arrivalsQps: v.arrivals, ...(v.state === "interfered" ? { interfered: true } : {}) };
-  }
-  return {
-    name: report.worker,
-    kind: report.hardware,
-    atMs: report.atMs,
-    seenAtMs,
-    utilisation: busy / Math.max(1, report.threads),
-    free: workerFreeResources(report),
-    variants,
-  };
-}
-
 export class ModelAutoscalerController {
   private readonly reports = new Map<string, { report: WorkerReport; seenAtMs: number }>();
-  private readonly slo = new Map<string, { ms: number; atMs: number }>();
+  private readonly slo = new SloWindow();
   private state: ModelActionsState | undefined;
-  /** Last hold reason published per worker and model. */
-  private readonly lastHold = new Map<string, string>();
+  /** Holds are published when their reason changes, per worker and model. */
+  private readonly holds = new HoldFilter();
   /** Pipeline plans' replicas per variant (pipelines.ts), by pipeline: floors under the autoscaler. */
   private readonly floors = new Map<string, readonly VariantFloor[]>();
 
@@ -142,11 +116,7 @@ export class ModelAutoscalerController {
 
   applyArrivals(report: ArrivalsReport): void {
     this.options.metrics?.arrivals.observe(report);
-    for (const [model, m] of Object.entries(report.models)) {
-      if (m.minSloMs === null) continue;
-      const prev = this.slo.get(model);
-      if (!prev || report.atMs - prev.atMs > SLO_MEMORY_MS || m.minSloMs <= prev.ms) this.slo.set(model, { ms: m.minSloMs, atMs: report.atMs });
-    }
+    for (const [model, m] of Object.entries(report.models)) if (m.minSloMs !== null) this.slo.observe(model, m.minSloMs, report.atMs);
   }
 
   /**
@@ -170,13 +140,7 @@ export class ModelAutoscalerController {
 
   /** What each worker runs now, from the latest reports (the pipeline controller reads replicas from it). */
   workerRuns(): WorkerRuns[] {
-    return [...this.reports.values()].map(({ report, seenAtMs }) => workerRunsFromReport(report, seenAtMs));
-  }
-
-  private sloByModel(nowMs: number): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const [model, s] of this.slo) if (nowMs - s.atMs <= SLO_MEMORY_MS) out[model] = s.ms;
-    return out;
+    return [...this.reports.values()].map(({ report, seenAtMs }) => workerRunsFromReport(report, seenAtMs, this.catalog.variants));
   }
 
   /**
@@ -193,9 +157,9 @@ export class ModelAutoscalerController {
     }
     const { actions, state } = planModelActions({
       nowMs,
-      workers: [...this.reports.values()].map(({ report, seenAtMs }) => workerRunsFromReport(report, seenAtMs)),
+      workers: this.workerRuns(),
       catalog,
-      sloMsByModel: this.sloByModel(nowMs),
+      sloMsByModel: this.slo.read(nowMs),
       launchableKinds: this.options.launchableKinds ?? [],
       autoscaler: this.options.autoscaler ?? {},
       config: this.options.actions ?? {},
@@ -220,9 +184,8 @@ export class ModelAutoscalerController {
         const d = a.decision;
         const key = `${d.worker}|${d.model}`;
         if (d.action === "hold") {
-          if (this.lastHold.get(key) === d.reason) return; // publish a hold only when its reason changes
-          this.lastHold.set(key, d.reason);
-        } else this.lastHold.delete(key);
+          if (!this.holds.publish(key, d.reason, nowMs)) return;
+        } else this.holds.clear(key);
         await this.bus.js.publish(subjects.decision("model", d.worker), JSON.stringify({ ...d, atMs: nowMs }));
         this.options.metrics?.decision(d.action);
         if (d.action !== "hold") this.log.info({ decision: d.action, worker: d.worker, model: d.model, variant: d.variant, count: d.count, reason: d.reason }, "model scaling decision");

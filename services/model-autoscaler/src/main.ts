@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { commonEnvSchema, compileOptions } from "@sloserve/contracts";
+import { compileOptions } from "@sloserve/contracts";
+import { modelAutoscalerSettings } from "@sloserve/settings";
 import { connectBus, runEvery, runService, systemClock } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { ModelAutoscalerController } from "./controller.js";
@@ -15,25 +16,7 @@ import { startServiceMetrics } from "@sloserve/metrics";
  * each registered pipeline and tunes it every second (pipelines.ts); its replica counts are floors the
  * model autoscaler places and keeps; its decisions go out on `decision.pipeline.<name>`.
  */
-const envSchema = commonEnvSchema.extend({
-  TICK_MS: z.coerce.number().int().positive().default(1000),
-  /** INFaaS slack: scale up when capacity / load < SLACK. @default 1.05 */
-  SLACK: z.coerce.number().min(1).max(2).default(1.05),
-  /** The pipeline Tuner's period, ms. @default 1000 */
-  PIPELINE_TICK_MS: z.coerce.number().int().positive().default(1000),
-  /** Re-plan every pipeline from its live arrivals this often, ms. @default 300000 */
-  PIPELINE_PLAN_PERIOD_MS: z.coerce.number().int().positive().default(300_000),
-  /** Length of the planning trace, s. @default 300 */
-  PIPELINE_TRACE_SECONDS: z.coerce.number().int().positive().max(3600).default(300),
-  /** Sample queries per pipeline at registration (scale factors); 0: none. @default 100 */
-  PIPELINE_SAMPLE_QUERIES: z.coerce.number().int().nonnegative().default(100),
-  /** Planning rate of a spec without `planning.rate_qps`. @default 1 */
-  PIPELINE_DEFAULT_RATE_QPS: z.coerce.number().positive().default(1),
-  /** The Tuner's rules (libs/policy tuner.ts TunerOptions). @default paper, min, 15000 */
-  TUNER_SCALE_UP_RULE: z.enum(["paper", "relative"]).default("paper"),
-  TUNER_SCALE_DOWN_RHO: z.enum(["min", "min-replicated"]).default("min"),
-  TUNER_SCALE_DOWN_DELAY_MS: z.coerce.number().int().nonnegative().default(15_000),
-});
+const envSchema = modelAutoscalerSettings;
 
 await runService("model-autoscaler", process.env, async (log) => {
   const options = compileOptions(envSchema, process.env, "model-autoscaler");

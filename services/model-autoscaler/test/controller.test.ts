@@ -3,8 +3,8 @@ import { ManualClock, subjects, type ScaleCommand } from "@sloserve/contracts";
 import { connectBus, createLogger, type Bus } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { startNats, startRedis, type ServerHandle } from "@sloserve/stack";
-import { pricePerSecond, toVariantProfile } from "@sloserve/policy";
-import { ModelAutoscalerController, workerRunsFromReport } from "../src/controller.js";
+import { pricePerSecond, toVariantProfile, workerRunsFromReport } from "@sloserve/policy";
+import { ModelAutoscalerController } from "../src/controller.js";
 import { TestWorker, modelRecord, variantRecord, type TestWorkerOptions, type VariantSpec } from "./harness.js";
 
 /**
@@ -232,7 +232,7 @@ describe("model-autoscaler controller", () => {
     const w = new TestWorker({ name: "g", hardware: "gpu", threads: 4, memoryBytes: 1e9, accelerators: 2 }, new Map([["g8", variantRecord({ ...G8, model: "m", app: "a" })]]));
     w.preload("g8", 1, 0);
     w.apply({ id: "1", action: "add", variant: "g8", count: 1, reason: "test", atMs: 0 });
-    const runs = workerRunsFromReport(w.report(1000, { m: 7 }), 1100);
+    const runs = workerRunsFromReport(w.report(1000, { m: 7 }), 1100, new Map());
     // One ready, one loading (2.5 s): both hold 1e8 bytes of host memory and 1e8 of GPU memory (their
     // footprint), no GPU whole: 2 × 16e9 − 2e8 of GPU memory is free.
     expect(runs).toEqual({ name: "g", kind: "gpu", atMs: 1000, seenAtMs: 1100, utilisation: 0, free: { threads: 2, memoryBytes: 8e8, accelerators: 2, acceleratorMemoryBytes: 31.8e9 }, variants: { g8: { ready: 1, loading: 1, arrivalsQps: 7 } } });
@@ -268,7 +268,7 @@ describe("model-autoscaler controller", () => {
     const report = (workers[0] as TestWorker).report(T0 + 2000);
     expect(report.variants.map((v) => `${v.variant} ${v.state}`)).toEqual(["g1 active", "g8 loading"]);
     expect({ accelerators: report.accelerators, acceleratorsUsed: report.acceleratorsUsed, gpuMemoryUsed: report.acceleratorMemoryUsedBytes }).toEqual({ accelerators: 1, acceleratorsUsed: 0, gpuMemoryUsed: 11e9 });
-    expect(workerRunsFromReport(report, T0 + 2000).free.acceleratorMemoryBytes).toBe(5e9);
+    expect(workerRunsFromReport(report, T0 + 2000, new Map()).free.acceleratorMemoryBytes).toBe(5e9);
     // The price split: each pays its share of p3.2xlarge's GPU (16 GiB) by footprint, not a whole GPU.
     const perS = pricePerSecond("p3.2xlarge");
     const priceOf = (spec: VariantSpec): number => toVariantProfile(variantRecord({ ...spec, model: "m", app: "a" }))?.pricePerS ?? NaN;

@@ -16,6 +16,7 @@ import {
 import { connectBus, createLogger, type Bus } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { startNats, startRedis, type ServerHandle } from "@sloserve/stack";
+import { waitFor } from "@sloserve/testing";
 import { ModelAutoscalerController } from "../src/controller.js";
 import { PipelineController, type PipelineControllerOptions } from "../src/pipelines.js";
 import { TestWorker, modelRecord, variantRecord, type VariantSpec } from "./harness.js";
@@ -123,11 +124,7 @@ async function register(record: PipelineRecord): Promise<void> {
 
 /** Waits (real time) until the controller is done with its sample run and first plan. */
 async function settled(pipelines: PipelineController, name: string): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (pipelines.view(name)?.busy !== false) {
-    if (Date.now() > deadline) throw new Error(`pipeline ${name} was not planned within 15 s`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitFor(`pipeline ${name}'s sample run and first plan`, () => pipelines.view(name)?.busy === false, { timeoutMs: 15_000 });
   await testBus.nc.flush();
   await bus.nc.flush();
 }
@@ -202,7 +199,7 @@ describe("pipeline controller", () => {
       expect(s.models.currentFloors()).toEqual([]);
       await second(s, "cascade-reg", -1, 0);
       expect(running(s, "reg-mlp--cpu-fp32-b8-t1")).toBe(0);
-      await new Promise((r) => setTimeout(r, 100));
+      await waitFor("the removed decision", () => mine("cascade-reg").at(-1)?.decision === "removed");
       expect(mine("cascade-reg").at(-1)).toMatchObject({ decision: "removed" });
       expect(await store.getPipelinePlan("cascade-reg")).toBeUndefined();
     } finally {

@@ -1,11 +1,11 @@
 import { subjects, type ArrivalsReport, type BatchingTunedEvent, type Clock, type VariantRecord } from "@sloserve/contracts";
 import type { Bus, Logger } from "@sloserve/bus";
 import type { MetadataStore } from "@sloserve/store";
-import { SLO_MEMORY_MS, observeTightestSlo, planBatchWaits, type SloMemory } from "@sloserve/policy";
+import { SLO_MEMORY_MS, SloWindow, planBatchWaits } from "@sloserve/policy";
 
 /**
  * The registrar's batch tuner (MArk §4.3; the rule is libs/policy batch-wait.ts): keeps each model's
- * tightest latency SLO from the dispatchers' arrival reports, and re-tunes the Wbatch of the model's
+ * tightest latency SLO of the last minute from the dispatchers' arrival reports (libs/policy `SloWindow`), and re-tunes the Wbatch of the model's
  * profiled variants when that SLO changes or when the model's variants are (re)profiled. Changed
  * variants are written to Redis, then announced on `registry.event.tuned.<model>` (catalogs update;
  * running executors apply the new Wbatch without a reload). Work per model is serialised, so two
@@ -20,7 +20,9 @@ export interface BatchTunerOptions {
 }
 
 export class BatchTuner {
-  private readonly slo = new Map<string, SloMemory>();
+  private readonly slo: SloWindow;
+  /** The latest report time seen: the window ends there (the reports' clock, as the dispatchers stamp them). */
+  private lastReportMs = -Infinity;
   /** The SLO each model's variants were last tuned for. */
   private readonly tunedFor = new Map<string, number>();
   private readonly queues = new Map<string, Promise<void>>();
@@ -31,11 +33,13 @@ export class BatchTuner {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly options: BatchTunerOptions = {},
-  ) {}
+  ) {
+    this.slo = new SloWindow(options.sloMemoryMs ?? SLO_MEMORY_MS);
+  }
 
   /** The SLO kept for a model, if any. */
   sloOf(model: string): number | undefined {
-    return this.slo.get(model)?.ms;
+    return this.slo.tightest(model, this.lastReportMs);
   }
 
   /** One dispatcher's second: each model's tightest SLO; re-tunes the models whose kept SLO changed. */
@@ -43,16 +47,17 @@ export class BatchTuner {
     const work: Promise<void>[] = [];
     for (const [model, m] of Object.entries(report.models)) {
       if (m.minSloMs === null || !(m.minSloMs > 0)) continue;
-      const kept = observeTightestSlo(this.slo.get(model), m.minSloMs, report.atMs, this.options.sloMemoryMs ?? SLO_MEMORY_MS);
-      this.slo.set(model, kept);
-      if (this.tunedFor.get(model) !== kept.ms) work.push(this.retune(model));
+      this.slo.observe(model, m.minSloMs, report.atMs);
+      this.lastReportMs = Math.max(this.lastReportMs, report.atMs);
+      const kept = this.sloOf(model);
+      if (kept !== undefined && this.tunedFor.get(model) !== kept) work.push(this.retune(model));
     }
     return Promise.all(work).then(() => undefined);
   }
 
   /** A model's variants were profiled: tune them if its SLO is known. */
   applyProfiled(model: string): Promise<void> {
-    return this.slo.has(model) ? this.retune(model) : Promise.resolve();
+    return this.sloOf(model) !== undefined ? this.retune(model) : Promise.resolve();
   }
 
   /** Re-tunes a model's variants for its kept SLO (serialised per model); resolves with what changed. */
@@ -68,7 +73,7 @@ export class BatchTuner {
   }
 
   private async tune(model: string): Promise<void> {
-    const sloMs = this.slo.get(model)?.ms;
+    const sloMs = this.sloOf(model);
     if (sloMs === undefined) return;
     this.tunedFor.set(model, sloMs);
     try {

@@ -2,8 +2,6 @@ import { z } from "zod";
 import {
   REGISTRAR_QUEUE,
   arrivalsReportSchema,
-  commonEnvSchema,
-  hardwareSchema,
   compileOptions,
   describeZodError,
   registerRequestSchema,
@@ -13,50 +11,14 @@ import {
 } from "@sloserve/contracts";
 import { connectBus, replyError, runService, systemClock } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
+import { registrarSettings } from "@sloserve/settings";
 import { registerModel, unregisterModel } from "./register.js";
 import { BatchTuner } from "./batching.js";
 import { RegistrarMetrics } from "./metrics.js";
 import { startServiceMetrics } from "@sloserve/metrics";
 import { quantizeWeightsInt8 } from "@sloserve/onnx";
 
-/** A comma-separated list: its items, trimmed, empty ones dropped. */
-const commaList = (defaultValue: string) =>
-  z
-    .string()
-    .default(defaultValue)
-    .transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean));
-/** The same, as numbers. */
-const numberList = (defaultValue: string) => commaList(defaultValue).transform((xs) => xs.map(Number));
-
-/**
- * registrar: registers models (`registry.request.register`) and removes them
- * (`registry.request.unregister`), answering each request with the result or an error code; and tunes
- * the variants' Wbatch to their models' tightest SLO (MArk §4.3, batching.ts).
- */
-const envSchema = commonEnvSchema.extend({
-  /** Hardware kinds to generate variants for, comma-separated. @default cpu,gpu,inferentia */
-  VARIANT_HARDWARE: commaList("cpu,gpu,inferentia").pipe(z.array(hardwareSchema).min(1)),
-  /** Max batch sizes of the generated variants, comma-separated. @default 1,2,4,8,16,32,64 */
-  VARIANT_BATCH_SIZES: numberList("1,2,4,8,16,32,64").pipe(z.array(z.number().int().min(1).max(1024)).min(1)),
-  /** CPU thread counts of the generated variants, comma-separated. @default 1,2 */
-  VARIANT_CPU_THREADS: numberList("1,2").pipe(z.array(z.number().int().min(1).max(256)).min(1)),
-  /** TensorRT precisions of the GPU variants beside the CUDA ones, comma-separated; empty: CUDA only. @default fp16 */
-  VARIANT_TENSORRT_PRECISIONS: commaList("fp16").pipe(z.array(z.enum(["fp32", "fp16", "int8"]))),
-  /** NeuronCore counts of the Inferentia variants (each a Neuron model compiled for them), comma-separated. @default 1 */
-  VARIANT_NEURON_CORES: numberList("1").pipe(z.array(z.number().int().min(1).max(16)).min(1)),
-  /**
-   * Models with dynamic non-batch input dimensions (OCR's text width): scales of the profile shape's
-   * dynamic dimensions also profiled, one input size class each (INFaaS §5), comma-separated, e.g.
-   * 0.25,0.5,1,2; empty: one size. @default "" (each class adds a profiling run per batch size)
-   */
-  PROFILE_SIZE_CLASSES: numberList("").pipe(z.array(z.number().positive().max(16))),
-  /** Queue profiling jobs at registration. @default true */
-  PROFILE_ON_REGISTER: z.enum(["true", "false"]).default("true").transform((v) => v === "true"),
-  /** Tune each profiled variant's Wbatch to its model's tightest SLO (MArk §4.3); false keeps the generator's 0. @default true */
-  BATCH_TUNING: z.enum(["true", "false"]).default("true").transform((v) => v === "true"),
-  /** How long a model's tightest SLO is kept against looser ones, ms. @default 60000 */
-  SLO_MEMORY_MS: z.coerce.number().int().min(1000).default(60_000),
-});
+const envSchema = registrarSettings;
 
 await runService("registrar", process.env, async (log) => {
   const options = compileOptions(envSchema, process.env, "registrar");

@@ -3,6 +3,7 @@ import type { Subscription } from "@nats-io/transport-node";
 import { connectBus, createLogger, type Bus } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { startNats, startRedis, type ServerHandle } from "@sloserve/stack";
+import { waitFor } from "@sloserve/testing";
 import { ManualClock, batchingTunedEventSchema, subjects, type ArrivalsReport, type BatchingTunedEvent, type ModelRecord, type VariantRecord } from "@sloserve/contracts";
 import { BatchTuner } from "../src/batching.js";
 
@@ -36,10 +37,6 @@ const model: ModelRecord = {
 };
 const report = (minSloMs: number | null, atMs = clock.now()): ArrivalsReport => ({ app: "shop", dispatcher: "d1", atMs, windowMs: 1000, arrivals: 3, models: { m: { queries: 3, minSloMs } }, infeasible: 0 });
 const waitOf = async (name: string): Promise<number | undefined> => (await store.getVariant(name))?.batchWaitMs;
-const until = async (cond: () => boolean, ms = 5000): Promise<void> => {
-  const end = Date.now() + ms;
-  while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-};
 
 beforeAll(async () => {
   [nats, redis] = await Promise.all([startNats(), startRedis()]);
@@ -69,7 +66,7 @@ describe("registrar batch tuner", () => {
     expect(await waitOf("m--b8")).toBe(105);
     expect(await waitOf("m--b1")).toBe(0); // nothing to wait for at max batch 1
     expect(await waitOf("m--b8-unprofiled")).toBe(0); // no profile: left alone
-    await until(() => events.length === 1 && catalog.variants.get("m--b8")?.batchWaitMs === 105);
+    await waitFor("the tuned event and the catalog at Wbatch 105", () => events.length === 1 && catalog.variants.get("m--b8")?.batchWaitMs === 105);
     expect(events[0]).toMatchObject({ model: "m", sloMs: 600, atMs: T0 });
     expect(events[0]!.variants.map((v) => [v.name, v.batchWaitMs])).toEqual([["m--b8", 105]]);
     expect(events[0]!.reasons["m--b8"]).toMatch(/^SLO 600 ms: Wbatch 0 → 105 ms; Nbatch 8 of max 8/);
@@ -80,7 +77,9 @@ describe("registrar batch tuner", () => {
     clock.advance(1000);
     await tuner.applyArrivals(report(600));
     await tuner.retune("m"); // even forced: the stored Wbatch is already right
-    await new Promise((r) => setTimeout(r, 100));
+    // Both resolve after any announcement's publish was acknowledged; a round trip on the connection
+    // our subscription is on then delivers it, if there was one.
+    await bus.nc.flush();
     expect(events).toHaveLength(1);
   });
 
@@ -100,7 +99,7 @@ describe("registrar batch tuner", () => {
     await tuner.applyArrivals(report(600));
     expect(tuner.sloOf("m")).toBe(600);
     expect(await waitOf("m--b8")).toBe(105);
-    await until(() => events.length === 3);
+    await waitFor("the third tuned event", () => events.length === 3);
     expect(events.map((e) => e.sloMs)).toEqual([600, 200, 600]);
   });
 

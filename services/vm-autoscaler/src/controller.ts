@@ -22,12 +22,13 @@ import type { Bus, Logger } from "@sloserve/bus";
 import type { Catalog, MetadataStore } from "@sloserve/store";
 import {
   DEFAULT_VM_AUTOSCALER_CONFIG,
+  FleetObservation,
+  HoldFilter,
   emptyMachinePlanState,
+  fleetStateOf,
   planMachines,
-  reportUtilization,
   toVariantProfile,
   type AppForecast,
-  type AppSloSample,
   type MachineDecision,
   type MachineKind,
   type MachinePlanConfig,
@@ -39,7 +40,6 @@ import {
 } from "@sloserve/policy";
 import type { ProviderEvent, WorkerInstance, WorkerProvider } from "@sloserve/providers";
 import { costSummary, type VmMetrics, type WorkerState } from "./costs.js";
-import { machineView, reportHasArrivals, sloOutcomes, type HeldReport } from "./views.js";
 
 /**
  * The stateful shell of the VM autoscaler (DESIGN §3 "VM-level autoscaling", "Predictive
@@ -56,12 +56,13 @@ import { machineView, reportHasArrivals, sloOutcomes, type HeldReport } from "./
  * the reloads owed to replacements that now heartbeat (`scale.model.<worker>`, action "load", one per
  * variant the lost worker ran) and exports the costs. Time comes from the injected clock.
  *
- * Which workers it may terminate: only those its provider launched (`managed`); workers started
- * otherwise (the stack's, docker-compose's, an operator's) are only replaced when lost. A worker whose
- * heartbeat stops is lost when its provider says so, or — for a worker the provider did not launch —
- * when Redis still lists instances on it or its command consumer is still on the SCALE stream (a clean
- * stop unloads its instances, removes its records and deletes its consumer; a crash leaves them); one
- * that stopped cleanly has just left.
+ * What it reads of the workers is libs/policy `FleetObservation` (the simulator's INFaaS system reads
+ * its machines through the same object): heartbeats, the utilisation over the tick, SLO outcomes, each
+ * app's tightest SLO, load per kind, and which workers are booting, running, lost or have left. This
+ * shell adds the I/O: the provider's instances and events, the instance records in Redis, and whether a
+ * silent worker's command consumer is still on the SCALE stream (a clean stop deletes it; a crash
+ * leaves it). Which workers it may terminate: only those its provider launched (`managed`); workers
+ * started otherwise (the stack's, docker-compose's, an operator's) are only replaced when lost.
  */
 
 export interface VmAutoscalerControllerOptions {
@@ -78,12 +79,6 @@ export interface VmAutoscalerControllerOptions {
   spotPrices?: SpotPriceSeries;
 }
 
-/** How long arrival reports count for an app's load and its SLO. */
-const LOAD_WINDOW_MS = 5_000;
-const SLO_MEMORY_MS = 60_000;
-/** Reports of workers gone for longer are forgotten. */
-const FORGET_MS = 600_000;
-
 interface Restore {
   from: string;
   variants: string[];
@@ -91,7 +86,7 @@ interface Restore {
 }
 
 export class VmAutoscalerController {
-  private readonly reports = new Map<string, HeldReport>();
+  private readonly fleet: FleetObservation;
   /** The provider's instances by provider id: the ledger (kept after they end). */
   private readonly instances = new Map<string, WorkerInstance>();
   /** Provider ids the provider reported lost, with the reason. */
@@ -100,18 +95,12 @@ export class VmAutoscalerController {
   private readonly notices = new Map<string, number>();
   /** Provider ids this autoscaler asked to terminate. */
   private readonly terminating = new Set<string>();
-  /** Workers that left cleanly or were replaced: not listed again. */
-  private readonly gone = new Set<string>();
   private pending: PendingPlacement[] = [];
   private readonly forecasts = new Map<string, AppForecast>();
-  private readonly arrivals = new Map<string, Array<{ seenAtMs: number; arrivals: number; minSloMs: number | null }>>();
-  private slo = new Map<string, { total: number; missed: number }>();
-  /** Each worker's utilisation summed over its reports since the last tick (the plan sees the mean). */
-  private utilization = new Map<string, { sum: number; n: number }>();
   /** Reloads owed to replacements, by the new worker's id. */
   private readonly restores = new Map<string, Restore>();
   private state: MachinePlanState = emptyMachinePlanState();
-  private readonly lastHold = new Map<string, { reason: string; atMs: number }>();
+  private readonly holds: HoldFilter;
   private commands: ConsumerMessages | undefined;
   private lastCost: CostSummary | undefined;
 
@@ -125,6 +114,9 @@ export class VmAutoscalerController {
     private readonly options: VmAutoscalerControllerOptions,
   ) {
     provider.onEvent((e) => this.applyProviderEvent(e));
+    this.fleet = new FleetObservation({ heartbeatTimeoutMs: this.heartbeatTimeoutMs });
+    // Numbers in a hold's reason move every tick: compared without them.
+    this.holds = new HoldFilter({ ignoreNumbers: true, repeatMs: options.holdRepeatMs ?? 60_000 });
   }
 
   private get heartbeatTimeoutMs(): number {
@@ -189,22 +181,7 @@ export class VmAutoscalerController {
   }
 
   applyReport(report: WorkerReport): void {
-    // A leaving worker's last report (a clean stop) is left out: its heartbeat stops, and the views
-    // tell a worker that left (its records removed) from one that was lost, as for any silent worker.
-    if (report.leaving) return;
-    if (this.gone.delete(report.worker)) this.log.info({ worker: report.worker }, "a worker thought gone reports again");
-    const prev = this.reports.get(report.worker);
-    if (prev && prev.report.atMs >= report.atMs) return;
-    const nowMs = this.clock.now();
-    this.reports.set(report.worker, { report, seenAtMs: nowMs, lastArrivalMs: reportHasArrivals(report) ? nowMs : (prev?.lastArrivalMs ?? null) });
-    const u = this.utilization.get(report.worker) ?? { sum: 0, n: 0 };
-    this.utilization.set(report.worker, { sum: u.sum + reportUtilization(report, this.catalog.variants), n: u.n + 1 });
-    for (const [app, o] of sloOutcomes(report, this.catalog.variants)) {
-      const e = this.slo.get(app) ?? { total: 0, missed: 0 };
-      e.total += o.total;
-      e.missed += o.missed;
-      this.slo.set(app, e);
-    }
+    if (this.fleet.observeReport(report, this.clock.now(), this.catalog.variants) === "back") this.log.info({ worker: report.worker }, "a worker thought gone reports again");
   }
 
   applyForecast(f: ForecastMessage): void {
@@ -212,11 +189,7 @@ export class VmAutoscalerController {
   }
 
   applyArrivals(a: ArrivalsReport): void {
-    let minSloMs: number | null = null;
-    for (const m of Object.values(a.models)) if (m.minSloMs !== null) minSloMs = minSloMs === null ? m.minSloMs : Math.min(minSloMs, m.minSloMs);
-    const list = this.arrivals.get(a.app) ?? [];
-    list.push({ seenAtMs: this.clock.now(), arrivals: a.arrivals, minSloMs });
-    this.arrivals.set(a.app, list);
+    this.fleet.observeArrivals(a);
   }
 
   applyProviderEvent(e: ProviderEvent): void {
@@ -243,18 +216,22 @@ export class VmAutoscalerController {
     } catch (err) {
       this.log.error({ err }, "reading instance records from Redis failed; lost workers restore what their last report showed");
     }
-    const workers = this.views(nowMs, records, await this.leftCleanly(nowMs, records));
-    this.utilization = new Map();
+    const instances = [...this.instances.values()];
+    const left = await this.leftCleanly(this.fleet.silentUnmanaged(nowMs, { instances, records }));
+    const restoring = new Map([...this.restores].map(([w, r]) => [w, r.variants]));
+    const seen = this.fleet.machines(nowMs, { instances, lost: this.lost, notices: this.notices, terminating: this.terminating, records, restoring, left }, this.catalog.variants);
+    for (const name of seen.left) this.log.info({ worker: name }, "worker left (stopped cleanly)");
+    const workers = seen.views;
     const { decisions, state } = planMachines({
       nowMs,
       workers,
       kinds: this.options.kinds,
       pending: this.pending.splice(0),
       forecasts: [...this.forecasts.values()],
-      slo: this.takeSlo(),
+      slo: this.fleet.takeSloSamples(),
       catalog: this.profiles(),
-      sloMsByApp: this.sloByApp(nowMs),
-      loadQpsByKind: this.loadByKind(),
+      sloMsByApp: this.fleet.tightestSloByApp(nowMs),
+      loadQpsByKind: this.fleet.loadQpsByKind(),
       config: this.options.plan ?? {},
       state: this.state,
       ...(this.options.spotPrices ? { spotPrices: this.options.spotPrices } : {}),
@@ -273,15 +250,13 @@ export class VmAutoscalerController {
   }
 
   /**
-   * Silent workers this autoscaler did not launch that stopped cleanly: no instance records left in
-   * Redis and no command consumer left on the SCALE stream (a clean stop removes both; a crash leaves
-   * the consumer for 2 min). When JetStream cannot say, the worker counts as lost.
+   * Of the silent workers this autoscaler did not launch and Redis lists nothing on (libs/policy
+   * `FleetObservation.silentUnmanaged`), those whose command consumer is gone from the SCALE stream: a
+   * clean stop removes it, a crash leaves it for 2 min. When JetStream cannot say, the worker counts as lost.
    */
-  private async leftCleanly(nowMs: number, records: ReadonlyMap<string, string[]>): Promise<Set<string>> {
-    const managed = new Set([...this.instances.values()].map((i) => i.workerId));
+  private async leftCleanly(candidates: readonly string[]): Promise<Set<string>> {
     const out = new Set<string>();
-    for (const [name, r] of this.reports) {
-      if (this.gone.has(name) || managed.has(name) || nowMs - r.seenAtMs <= this.heartbeatTimeoutMs || (records.get(name) ?? []).length > 0) continue;
+    for (const name of candidates) {
       try {
         await this.bus.jsm.consumers.info(streams.scale.name, workerCommandConsumer(name));
       } catch (err) {
@@ -292,77 +267,11 @@ export class VmAutoscalerController {
     return out;
   }
 
-  /** Every worker the plan should see (see the header for which are lost and which have left). */
-  private views(nowMs: number, records: ReadonlyMap<string, string[]>, left: ReadonlySet<string>): MachineView[] {
-    const byWorker = new Map<string, WorkerInstance>();
-    for (const i of this.instances.values()) byWorker.set(i.workerId, i);
-    for (const [id, r] of this.reports) if (nowMs - r.seenAtMs > FORGET_MS) this.reports.delete(id);
-    const names = new Set<string>([...this.reports.keys()]);
-    for (const i of this.instances.values()) if (i.state !== "terminated" || this.lost.has(i.id)) names.add(i.workerId);
-    const out: MachineView[] = [];
-    for (const name of [...names].sort()) {
-      if (this.gone.has(name)) continue;
-      const instance = byWorker.get(name);
-      if (instance && this.terminating.has(instance.id)) continue;
-      const report = this.reports.get(name);
-      const lostReason = instance ? this.lost.get(instance.id) : undefined;
-      const stale = report !== undefined && nowMs - report.seenAtMs > this.heartbeatTimeoutMs;
-      if (!instance && stale && left.has(name)) {
-        // A clean stop removes the worker's records and its command consumer: it left, nothing to replace.
-        this.gone.add(name);
-        this.reports.delete(name);
-        this.log.info({ worker: name }, "worker left (stopped cleanly)");
-        continue;
-      }
-      const busy = this.utilization.get(name);
-      const view = machineView({
-        name,
-        ...(report ? { report } : {}),
-        ...(instance ? { instance } : {}),
-        records: records.get(name) ?? [],
-        restoring: this.restores.get(name)?.variants ?? [],
-        ...(lostReason !== undefined ? { lostReason } : {}),
-        ...(instance && this.notices.has(instance.id) ? { interruptAtMs: this.notices.get(instance.id) as number } : {}),
-        nowMs,
-        variants: this.catalog.variants,
-        servingWindowMs: LOAD_WINDOW_MS,
-        ...(busy ? { utilization: busy.sum / busy.n } : {}),
-      });
-      if (view) out.push(view);
-    }
-    return out;
-  }
-
-  private takeSlo(): AppSloSample[] {
-    const out = [...this.slo].map(([app, o]) => ({ app, total: o.total, missed: o.missed }));
-    this.slo = new Map();
-    return out;
-  }
-
   private profiles(): VariantProfile[] {
     const out: VariantProfile[] = [];
     for (const v of this.catalog.variants.values()) {
       const p = toVariantProfile(v);
       if (p) out.push(p);
-    }
-    return out;
-  }
-
-  private sloByApp(nowMs: number): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const [app, list] of this.arrivals) {
-      const keep = list.filter((x) => nowMs - x.seenAtMs <= SLO_MEMORY_MS);
-      this.arrivals.set(app, keep);
-      for (const x of keep) if (x.minSloMs !== null) out[app] = Math.min(out[app] ?? Infinity, x.minSloMs);
-    }
-    return out;
-  }
-
-  /** Each kind's load: Σ arrivals per second in its workers' latest reports. */
-  private loadByKind(): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const { report } of this.reports.values()) {
-      out[report.hardware] = (out[report.hardware] ?? 0) + report.variants.reduce((s, v) => s + v.arrivals, 0);
     }
     return out;
   }
@@ -428,8 +337,7 @@ export class VmAutoscalerController {
    * and, when it is one of ours that still runs (a hung executor), the machine itself.
    */
   private async forget(worker: string, workers: readonly MachineView[]): Promise<void> {
-    this.gone.add(worker);
-    this.reports.delete(worker);
+    this.fleet.forget(worker);
     const instance = [...this.instances.values()].find((i) => i.workerId === worker);
     if (instance) {
       this.lost.delete(instance.id);
@@ -447,7 +355,7 @@ export class VmAutoscalerController {
   /** Sends the reloads owed to replacements that heartbeat now: one "load" per variant of the lost worker. */
   private async reload(nowMs: number): Promise<void> {
     for (const [worker, r] of [...this.restores]) {
-      if (!this.reports.has(worker)) continue;
+      if (!this.fleet.hasReported(worker)) continue;
       this.restores.delete(worker);
       for (const variant of r.variants) {
         if (!this.catalog.variants.has(variant)) {
@@ -468,10 +376,7 @@ export class VmAutoscalerController {
 
   /** Costs of the provider's instances, the fleet by kind and state, to the metrics. */
   private account(nowMs: number, workers: readonly MachineView[]): void {
-    const fleet: Array<{ kind: string; state: WorkerState }> = workers.map((w) => ({
-      kind: w.kind,
-      state: w.lostReason !== undefined || (!w.booting && nowMs - w.lastHeartbeatMs > this.heartbeatTimeoutMs) ? "lost" : w.interruptAtMs !== undefined ? "draining" : w.booting ? "booting" : "running",
-    }));
+    const fleet: Array<{ kind: string; state: WorkerState }> = workers.map((w) => ({ kind: w.kind, state: fleetStateOf(w, nowMs, this.heartbeatTimeoutMs) }));
     for (const i of this.instances.values()) if (this.terminating.has(i.id) && i.state !== "terminated") fleet.push({ kind: i.kind, state: "draining" });
     this.lastCost = costSummary([...this.instances.values()], fleet, nowMs);
     this.options.metrics?.observe(this.lastCost);
@@ -484,13 +389,7 @@ export class VmAutoscalerController {
 
   private async publishDecision(d: MachineDecision, nowMs: number): Promise<void> {
     const key = `${d.kind}|${"worker" in d ? (d.worker ?? "") : ""}|${d.action}`;
-    if (d.action === "hold") {
-      // Numbers in a hold's reason move every tick: compare without them.
-      const shape = d.reason.replace(/[0-9.]+/g, "#");
-      const last = this.lastHold.get(key);
-      if (last && last.reason === shape && nowMs - last.atMs < (this.options.holdRepeatMs ?? 60_000)) return;
-      this.lastHold.set(key, { reason: shape, atMs: nowMs });
-    }
+    if (d.action === "hold" && !this.holds.publish(key, d.reason, nowMs)) return;
     this.options.metrics?.decision(d);
     const token = "worker" in d && d.worker ? d.worker : d.kind;
     await this.bus.js.publish(subjects.decision("vm", token), JSON.stringify({ ...d, atMs: nowMs }));

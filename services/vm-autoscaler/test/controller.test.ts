@@ -1,15 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ManualClock, costSummarySchema, subjects, type ScaleCommand, type VariantRecord, type WorkerReport } from "@sloserve/contracts";
+import { ManualClock, costSummarySchema, streams, subjects, type ScaleCommand, type VariantRecord, type WorkerReport } from "@sloserve/contracts";
 import { connectBus, createLogger, type Bus } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { logFile, ocrModels, startNats, startRedis, startService, tempDir, type ServerHandle, type ServiceHandle } from "@sloserve/stack";
 import { LocalWorkerProvider, instanceCost } from "@sloserve/providers";
+import { waitFor } from "@sloserve/testing";
 import type { MachineDecision } from "@sloserve/policy";
 import { VmAutoscalerController } from "../src/controller.js";
 import { VmMetrics } from "../src/costs.js";
-import { machineView, sloOutcomes } from "../src/views.js";
 
 /**
  * The VM autoscaler's shell on a real nats-server and redis-server, acting through the real
@@ -57,16 +57,12 @@ const reports = new Map<string, WorkerReport>();
 let taps: Array<ReturnType<Bus["nc"]["subscribe"]>> = [];
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-async function until<T>(what: string, f: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 40_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
-/** Moves the controller's clock, then waits for every live worker's next report (seen at the new time). */
+/** Worker processes start, load and report: waits of up to 40 s. */
+const slow = { timeoutMs: 40_000, intervalMs: 100 };
+/**
+ * Moves the controller's clock, then waits for every live worker's next report (seen at the new time).
+ * A fixed wait (a report period and a bit): a worker that stays silent is the event tested for.
+ */
 async function advance(ms: number): Promise<void> {
   clock.advance(ms);
   const live = [...reports.keys()];
@@ -125,41 +121,15 @@ afterAll(async () => {
   logTo.end();
 });
 
-describe("vm-autoscaler views", () => {
-  const report = (variants: Array<Partial<WorkerReport["variants"][number]>>): WorkerReport => ({
-    worker: "w", hardware: "cpu", atMs: 0, startedAtMs: 0, threads: 4, threadsUsed: 2, memoryBytes: 1e9, memoryUsedBytes: 0, rssBytes: 0,
-    variants: variants.map((v) => ({ variant: variant.name, state: "active", instances: 1, sloMisses: 0, batchP50Ms: 0, batchSizeP50: 0, arrivals: 0, served: 0, errors: 0, batches: 0, queueLength: 0, latencyP50Ms: 0, latencyP99Ms: 0, utilisation: 0, ...v })),
-  });
-  const byName = new Map([[variant.name, variant]]);
-  const cases: Array<{ name: string; variants: Array<Partial<WorkerReport["variants"][number]>>; lastArrivalMs: number | null; want: Partial<ReturnType<typeof machineView>> }> = [
-    // 2 instances × 5 QPS = 10; busy 1.8 (two 1-thread instances) / 4 threads = 45%.
-    { name: "capacity and utilisation", variants: [{ instances: 2, utilisation: 1.8, arrivals: 3 }], lastArrivalMs: 1000, want: { capacityQps: 10, utilization: 0.45, serving: true } },
-    // Last arrivals 6 s ago > the 5 s window: idle.
-    { name: "no arrivals for 6 s: not serving", variants: [{}], lastArrivalMs: -5000, want: { serving: false, overloaded: false } },
-    { name: "an overloaded variant", variants: [{ state: "overloaded", arrivals: 9 }], lastArrivalMs: 1000, want: { overloaded: true, interfered: false } },
-    { name: "a loading variant is restored too, and holds no capacity", variants: [{ state: "loading", instances: 0, loading: 1 }], lastArrivalMs: null, want: { capacityQps: 0, variants: [variant.name] } },
-  ];
-  for (const c of cases) {
-    it(`views - ${c.name}`, () => {
-      const v = machineView({ name: "w", report: { report: report(c.variants), seenAtMs: 1000, lastArrivalMs: c.lastArrivalMs }, records: [], restoring: [], nowMs: 1000, variants: byName, servingWindowMs: 5000 });
-      expect(v).toMatchObject({ name: "w", kind: "cpu", booting: false, managed: false, apps: ["ocr-cls"], ...c.want });
-    });
-  }
-
-  it("views - SLO outcomes: errors count as misses", () => {
-    // 20 served of which 2 late, plus 1 deadline_exceeded: 21 queries, 3 missed.
-    expect(sloOutcomes(report([{ served: 20, sloMisses: 2, errors: 1 }]), byName)).toEqual(new Map([["ocr-cls", { total: 21, missed: 3 }]]));
-  });
-});
-
 describe("vm-autoscaler controller", () => {
   let first = ""; // the worker launched on the scale.vm request
   let second = ""; // its replacement
 
   it("controller - a scale.vm request launches a worker", async () => {
     const atMs = clock.now();
-    await bus.js.publish(subjects.scaleVm, JSON.stringify({ action: "add", hardware: "cpu", variant: variant.name, count: 1, reason: "test: no worker can take it", atMs }));
-    await sleep(300); // the request reaches the controller's consumer
+    const published = await bus.js.publish(subjects.scaleVm, JSON.stringify({ action: "add", hardware: "cpu", variant: variant.name, count: 1, reason: "test: no worker can take it", atMs }));
+    // The request reaches the controller's consumer, which acks it once it holds it for the next tick.
+    await waitFor("the scale.vm request acked by the controller", async () => (await bus.jsm.consumers.info(streams.scale.name, "vm-autoscaler")).ack_floor.stream_seq >= published.seq);
     const d = await controller.tick();
     expect(d.map((x) => x.action)).toEqual(["launch"]);
     expect(d[0]).toMatchObject({ kind: "cpu", count: 1, trigger: "infaas", market: "on-demand" });
@@ -167,8 +137,8 @@ describe("vm-autoscaler controller", () => {
     const [instance] = await provider.list();
     first = instance!.workerId;
     expect(instance).toMatchObject({ provider: "local", kind: "cpu", instanceType: "c5.xlarge", launchedAtMs: atMs });
-    await until("the launched worker's heartbeat", () => reports.has(first));
-    await until("the decision and the result on the bus", () => decisions.length >= 1 && results.some((r) => r.worker === first));
+    await waitFor("the launched worker's heartbeat", () => reports.has(first), slow);
+    await waitFor("the decision and the result on the bus", () => decisions.length >= 1 && results.some((r) => r.worker === first), slow);
     expect(decisions[0]).toMatchObject({ action: "launch", kind: "cpu", atMs });
     expect(results.find((r) => r.worker === first)).toMatchObject({ action: "launch", ok: true, instance: first, pricePerHour: 0.17 });
     // It heartbeats: the next tick holds nothing and launches nothing.
@@ -178,9 +148,9 @@ describe("vm-autoscaler controller", () => {
 
   it("controller - a launched worker killed under it is replaced at once and its variants reloaded on the new one", async () => {
     await bus.js.publish(subjects.scaleModel(first), JSON.stringify({ id: "load-1", action: "load", variant: variant.name, reason: "test", atMs: clock.now() } satisfies ScaleCommand));
-    await until("the variant active on the first worker", () => activeOn(first));
+    await waitFor("the variant active on the first worker", () => activeOn(first), slow);
     process.kill(provider.pid(first)!, "SIGKILL");
-    await until("the provider to see the loss", async () => (await provider.list()).find((i) => i.id === first)?.state === "terminated");
+    await waitFor("the provider to see the loss", async () => (await provider.list()).find((i) => i.id === first)?.state === "terminated", slow);
     await advance(2000);
     const d = await controller.tick();
     const replace = d.find((x) => x.action === "replace");
@@ -189,22 +159,22 @@ describe("vm-autoscaler controller", () => {
     second = (await provider.list()).find((i) => i.state !== "terminated")!.workerId;
     // The lost worker's records are gone from Redis; the reload waits for the replacement's heartbeat.
     expect((await store.listInstances()).filter((i) => i.worker === first)).toEqual([]);
-    await until("the replacement's heartbeat", () => reports.has(second));
+    await waitFor("the replacement's heartbeat", () => reports.has(second), slow);
     await advance(1000);
     await controller.tick();
-    await until("the reload command", () => commands.find((c) => c.worker === second));
+    await waitFor("the reload command", () => commands.find((c) => c.worker === second), slow);
     expect(commands.find((c) => c.worker === second)?.command).toMatchObject({ action: "load", variant: variant.name });
-    await until("the variant active on the replacement", () => activeOn(second));
+    await waitFor("the variant active on the replacement", () => activeOn(second), slow);
   });
 
   it("controller - a worker it did not launch is replaced when its heartbeat stops, with its variants", async () => {
     unmanaged = await startService("executor-cpu", { NATS_URL: nats.url, REDIS_URL: redis.url, WORKER_THREADS: "1", WORKER_MEMORY_MB: "512", LOG_LEVEL: "info", WORKER_ID: "cpu-stack-1" }, { logTo });
     await bus.js.publish(subjects.scaleModel("cpu-stack-1"), JSON.stringify({ id: "load-2", action: "load", variant: variant.name, reason: "test", atMs: clock.now() } satisfies ScaleCommand));
-    await until("the variant active on the unmanaged worker", () => activeOn("cpu-stack-1"));
+    await waitFor("the variant active on the unmanaged worker", () => activeOn("cpu-stack-1"), slow);
     await advance(1000);
     await controller.tick();
     unmanaged.process.kill("SIGKILL");
-    await sleep(300); // a report in flight at the kill is seen before the clock moves
+    await sleep(300); // a report in flight at the kill is seen before the clock moves (none may be: no event to wait for)
     // 6 s of silence: not yet lost (10 s).
     await advance(6000);
     expect((await controller.tick()).filter((x) => x.action === "replace")).toEqual([]);
@@ -215,10 +185,10 @@ describe("vm-autoscaler controller", () => {
     expect(replace).toMatchObject({ worker: "cpu-stack-1", restore: [variant.name] });
     expect(replace?.reason).toBe("heartbeat lost for 12 s (> 10 s): replace it and restore 1 variant(s)");
     const third = (await provider.list()).find((i) => i.state !== "terminated" && i.workerId !== second)!.workerId;
-    await until("the replacement's heartbeat", () => reports.has(third));
+    await waitFor("the replacement's heartbeat", () => reports.has(third), slow);
     await advance(1000);
     await controller.tick();
-    await until("the variant active on the replacement", () => activeOn(third));
+    await waitFor("the variant active on the replacement", () => activeOn(third), slow);
     // Never replaced twice.
     await advance(2000);
     expect((await controller.tick()).filter((x) => x.action === "replace" || x.action === "launch")).toEqual([]);
@@ -226,7 +196,7 @@ describe("vm-autoscaler controller", () => {
 
   it("controller - a worker it did not launch that stops cleanly has left: nothing is replaced", async () => {
     const other = await startService("executor-cpu", { NATS_URL: nats.url, REDIS_URL: redis.url, WORKER_THREADS: "1", WORKER_MEMORY_MB: "512", LOG_LEVEL: "info", WORKER_ID: "cpu-stack-2" }, { logTo });
-    await until("its heartbeat", () => reports.has("cpu-stack-2"));
+    await waitFor("its heartbeat", () => reports.has("cpu-stack-2"), slow);
     await advance(1000);
     await controller.tick();
     await other.stop(); // SIGTERM: it drains, removes its records and its command consumer
@@ -252,7 +222,7 @@ describe("vm-autoscaler controller", () => {
       // Before that it was held, naming the billing minimum.
       expect(decisions.some((x) => x.action === "hold" && x.worker === i.workerId && x.atMs < at && / inside the 60 s billing minimum$/.test(x.reason))).toBe(true);
     }
-    await until("both drained", async () => (await provider.list()).every((i) => i.state === "terminated"), 30_000);
+    await waitFor("both drained", async () => (await provider.list()).every((i) => i.state === "terminated"), { ...slow, timeoutMs: 30_000 });
     const r = decisions.find((x) => x.action === "terminate");
     expect(r?.reason).toMatch(/^no active variant for \d+ s \(≥ 10 s\) and the other \d+ cpu worker\(s\) offer [\d.]+ QPS ≥ 1.2 × forecast 0 QPS$/);
   });
@@ -275,7 +245,7 @@ describe("vm-autoscaler controller", () => {
     expect(text).toMatch(/sloserve_vm_decisions_total\{action="replace",trigger="lost"\} 2/);
     expect(text).toMatch(/sloserve_vm_decisions_total\{action="terminate",trigger="idle"\} 2/);
     const got = new Promise<unknown>((resolve) => tap.nc.subscribe(subjects.costSummary, { max: 1, callback: (_e, m) => resolve(m.json()) }));
-    await sleep(100);
+    await tap.nc.flush(); // the subscription is in place at the server
     await controller.publishCosts();
     expect(costSummarySchema.parse(await got).totalDollars).toBeCloseTo(summary.totalDollars, 12);
   });

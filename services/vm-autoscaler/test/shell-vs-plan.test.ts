@@ -16,7 +16,7 @@ import { VmAutoscalerController } from "../src/controller.js";
  * tick's sums and means. Settings: the live replay's at 144× (docs/ARCHITECTURE.md "Live replay").
  *
  * The record (a stack worker w0, unmanaged, 25 answers/s, 50% busy, forecast 10 q/s = one worker):
- * - seconds 5-6: a machine hiccup, 27 of 38 answers late each second (reports/replay-live showed 54
+ * - seconds 5-6: a machine hiccup, 27 of 38 answers late each second (a recorded live replay showed 54
  *   in 2 s). Tick 6: f = (1 − 0.999⁷⁶) × 54/76 = 5.2% > 2% → one SLO launch; nothing missed since, and
  *   the plan gives it back once the cool-down since its launch is over (tick 12 ≥ 6 + 5.417). From tick 18 (the monitor's 5 periods over) f is still above 2% but nothing
  *   missed: holds, no relaunch (live, before: relaunches every 12 s, each worker given back unbooted).

@@ -5,10 +5,9 @@
  * announces them (`registry.event.tuned.<model>`), and running executors apply it without a reload.
  *
  * - **The SLO**: the dispatchers report, every second, the tightest latency SLO among the queries they
- *   routed to each model (`metrics.arrivals.<app>`, `models[m].minSloMs`). {@link observeTightestSlo}
- *   keeps, per model, the tightest one seen: a tighter (or equal) SLO replaces it at once; a looser one
- *   only once the kept one has not been seen for `memoryMs` (60 s), so queries with a tight SLO are not
- *   put at risk by a second of loose ones.
+ *   routed to each model (`metrics.arrivals.<app>`, `models[m].minSloMs`); the registrar keeps, per
+ *   model, the tightest one of the last minute (observation/slo-window.ts `SloWindow`, the one meaning
+ *   every reader of those reports uses).
  * - **Wbatch**: {@link tunedBatching} (batch-tuning.ts) on the variant's profiled latencies, with
  *   Nbatch capped by the variant's max batch. Variants are enumerated by max batch (variant-generator.ts),
  *   so the executor's Nbatch stays the variant's max batch; the tuned Wbatch is that of the tuned
@@ -67,23 +66,4 @@ export function planBatchWaits(variants: readonly BatchWaitVariant[], sloMs: num
     });
   }
   return out;
-}
-
-/** The tightest latency SLO kept for a model, and when it was last seen. */
-export interface SloMemory {
-  ms: number;
-  atMs: number;
-}
-
-/** How long a tighter SLO is kept against looser ones. @default 60 s */
-export const SLO_MEMORY_MS = 60_000;
-
-/**
- * One second's tightest SLO of a model (`minSloMs` of an arrival report stamped `atMs`) against the
- * one kept: the new one when it is as tight or tighter, or when the kept one is older than `memoryMs`;
- * else the kept one.
- */
-export function observeTightestSlo(kept: SloMemory | undefined, minSloMs: number, atMs: number, memoryMs = SLO_MEMORY_MS): SloMemory {
-  if (!kept || minSloMs <= kept.ms || atMs - kept.atMs > memoryMs) return { ms: minSloMs, atMs };
-  return kept;
 }

@@ -30,7 +30,6 @@
  *
  * Pure: `vmAutoscale(ctx) -> { decisions, state }`; the per-worker idle clocks are carried in `state`.
  */
-import type { WorkerReport } from "@sloserve/contracts";
 import { merge } from "../common/merge.js";
 
 export interface VmAutoscalerConfig {
@@ -245,17 +244,4 @@ function readWorkers(workers: readonly VmWorkerView[], ticks: number, prev: Reco
     interfered: (w: VmWorkerView) => of(w).interfered.every(Boolean),
     overloaded: (w: VmWorkerView) => of(w).overloaded.every(Boolean),
   };
-}
-
-/**
- * The busy share of what a worker offers in one report: for a CPU worker Σ busy fraction × threads of
- * each variant / the worker's threads, for an accelerator worker Σ busy fraction / accelerators. The
- * vm-autoscaler reads the mean of a worker's reports since its last tick (and the live replay the
- * reports before its window, to give the simulator the same first reading).
- */
-export function reportUtilization(report: WorkerReport, variants: ReadonlyMap<string, { threads: number }>): number {
-  let busy = 0;
-  for (const v of report.variants) busy += v.utilisation * (report.hardware === "cpu" ? (variants.get(v.variant)?.threads ?? 1) : 1);
-  const offered = report.hardware === "cpu" ? report.threads : Math.max(1, report.accelerators ?? 1);
-  return Math.min(1, busy / offered);
 }

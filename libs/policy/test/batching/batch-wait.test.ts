@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { observeTightestSlo, planBatchWaits, tuneBatching, tunedBatchWaitMs, tunedBatching, type BatchWaitVariant } from "../../src/index.js";
+import { planBatchWaits, tuneBatching, tunedBatchWaitMs, tunedBatching, type BatchWaitVariant } from "../../src/index.js";
 
 /**
  * Live SLO-aware batching (batch-wait.ts) on hand-made profiles, the arithmetic in comments.
@@ -58,16 +58,4 @@ describe("batch-wait", () => {
     );
   });
 
-  it("batch-wait - the tightest SLO: tighter at once, looser only after the memory", () => {
-    let kept = observeTightestSlo(undefined, 500, 0);
-    expect(kept).toEqual({ ms: 500, atMs: 0 });
-    kept = observeTightestSlo(kept, 200, 1_000); // tighter: at once
-    expect(kept).toEqual({ ms: 200, atMs: 1_000 });
-    kept = observeTightestSlo(kept, 800, 30_000); // looser, 29 s after the tight one: kept
-    expect(kept).toEqual({ ms: 200, atMs: 1_000 });
-    kept = observeTightestSlo(kept, 200, 40_000); // seen again: refreshed
-    expect(kept).toEqual({ ms: 200, atMs: 40_000 });
-    kept = observeTightestSlo(kept, 800, 100_001); // 60.001 s > 60 s since: the looser one
-    expect(kept).toEqual({ ms: 800, atMs: 100_001 });
-  });
 });

@@ -9,7 +9,7 @@
  *   variant's batch-1 latency. Each query names its architecture (app = model) and needs no accuracy.
  * - **Load**: one day of the trace (`options.trace`, by default the bundled Twitter 2021-08 per-minute
  *   trace; day `(seed − 1) mod days`), gap minutes filled by interpolation (mark-twitter.ts `fillGaps`),
- *   mapped linearly to 10-1 000 QPS (workload.ts `traceRates`, min-max) and compressed so that the day
+ *   mapped linearly to 10-1 000 QPS (libs/policy common/arrivals.ts `traceRates`, min-max) and compressed so that the day
  *   holds the paper's 113 420 queries (or lasts `durationS`); Poisson arrivals per model at its share.
  *   Without a trace: mark-twitter's Twitter-like stand-in for one day.
  * - **Workers** (§6: m5.2xlarge CPU, p3.2xlarge one V100, inf1.2xlarge one Inferentia chip = 4

@@ -8,7 +8,7 @@
  * evaluation"), each as long as the other; every system is planned on the first (the Planner with the
  * Estimator, holding back the last quarter of it to check its plan: planner.ts) and measured on
  * the second by the engine (inferline-common.ts serveLive), without tuning. CV follows the paper's definition (§2.1: CV = σ²/μ² of the inter-arrival gaps), so
- * its "CV 4" traces have σ/μ = 2; the generator (workload.ts) takes σ/μ and gets √CV.
+ * its "CV 4" traces have σ/μ = 2; the generator (libs/policy common/arrivals.ts) takes σ/μ and gets √CV.
  */
 import { configCostPerHour, planCoarseGrained, planPipeline, type Pipeline } from "@sloserve/policy";
 import type { Chart, Scenario, ScenarioResult, SystemResult } from "../scenario.js";

@@ -245,7 +245,7 @@ export function historyFromRates(perMinuteQps: readonly number[], seed: number):
 
 /**
  * The measured window's queries, the same for every system of a scenario: one stream replaying `rates`
- * (workload.ts `traceArrivals`: a Poisson process within each bin at the bin's rate, from the stream's
+ * (libs/policy common/arrivals.ts `traceArrivals`: a Poisson process within each bin at the bin's rate, from the stream's
  * seeded generator), and `init` drawing each query's requirements from a generator seeded by `seed`.
  */
 export function addMarkStream(sim: Simulator, o: { app: string; sloMs: number; rates: RateSchedule; seed: number; init?: MarkRunInput["init"] }): void {

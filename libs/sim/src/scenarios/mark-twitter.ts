@@ -8,7 +8,7 @@
  * interpolation between the full minutes around them, mapped linearly so that the observed
  * 1st percentile becomes peak/4 and the 99th percentile the peak ("peak ≈ 4× valley", MArk §5.1;
  * spikes above the 99th percentile go past the peak) ({@link scaleTwitterTrace}); within each minute,
- * arrivals are a seeded Poisson process at the minute's scaled rate (workload.ts `traceArrivals`).
+ * arrivals are a seeded Poisson process at the minute's scaled rate (libs/policy common/arrivals.ts `traceArrivals`).
  * Without a trace (tests, or a trace too short), a deterministic Twitter-like stand-in: a diurnal curve
  * (valley at 04:00, peak at 16:00, peak = 4× valley), a 3-hour ripple, day-to-day variation and seeded
  * flash-crowd spikes. Three days before the window are the forecaster's history; the window starts at

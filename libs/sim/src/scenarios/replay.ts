@@ -9,7 +9,7 @@
  * per-minute rate scaled so that the window's busiest minute runs at `peakQps` (real queries per
  * second: the load level is real, only the calendar is compressed). Gap minutes (zero, or under 5% of
  * the window's median: the Twitter trace's daily gap) take the previous minute's rate, as mark-twitter
- * does. Arrivals within a minute are Poisson (workload.ts `traceArrivals`), drawn once from `seed`: the
+ * does. Arrivals within a minute are Poisson (libs/policy common/arrivals.ts `traceArrivals`), drawn once from `seed`: the
  * live replayer sends exactly these times and the simulator replays them.
  *
  * The control loops' time settings are compressed by K ({@link replayConfig}): the VM's boot delay,
@@ -435,7 +435,6 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
     unmanagedWorkers: true,
     ...(input.preload ? { preload: input.preload } : {}),
     sloMsByModel: Object.fromEntries(variants.map((v) => [v.model, c.sloMs])),
-    monitorWindowMs: 5000,
     vmPeriodMs: c.vmTickMs,
     vmConfig: { minWorkersPerKind: c.staticWorkers, maxWorkersPerKind: c.maxWorkers, readingTicks: c.readingTicks },
     planConfig: { cooldownMs: c.cooldownMs, billingMinimumMs: c.billingMinimumMs, planPeriodMs: c.planPeriodMs, sloPeriodMs: c.sloPeriodMs },
@@ -617,7 +616,7 @@ export const replayScenario: Scenario = {
     const rows = replaySeriesRows(window.startMinute, config.speedup, r.series);
     return {
       scenario: "replay",
-      paper: "No paper figure: the live replay (npm run replay) compares this simulation with the running stack on the same arrivals; docs/ARCHITECTURE.md \"Live replay\" has the measured table.",
+      paper: "No paper figure: the live replay (npm run replay) compares this simulation with the running stack on the same arrivals; the live-replay sections below have the measured runs.",
       systems: [{ name: "sim", ...r.summary }],
       table: [{ system: "sim", queries: r.summary.queries, "SLO %": round(r.summary.slo_attainment * 100, 2), "p99 ms": round(r.summary.p99_ms, 1), "cost $": round(r.summary.cost_dollars, 4), "to functions %": round(r.summary.overflow_share * 100, 2), "workers max": r.summary.workers_max }],
       charts: replayCharts("replay", rows),

@@ -70,7 +70,6 @@ import {
   type VariantStateMemory,
   type MachineKind,
   type MachinePlanState,
-  type MachineView,
   type VmAutoscalerConfig,
   type VariantRuns,
   type WorkerRuns,
@@ -78,19 +77,26 @@ import {
   chooseWorker,
   type AppDispatchDecision,
   type AppForecast,
-  type AppSloSample,
   type MachinePlanConfig,
   type MachinePlanContext,
+  type MachineDecision,
   type OverflowCapacity,
   decideOverflow,
   observedOverflowCapacity,
   overflowInputFor,
   profiledLatencyAt,
+  DEFAULT_VM_AUTOSCALER_CONFIG,
+  FleetObservation,
+  reportUtilization,
+  type ObservedVariant,
+  type ProviderMachine,
 } from "@sloserve/policy";
+import type { ArrivalsReport, VariantState, WorkerReport } from "@sloserve/contracts";
 import { drop, type Simulator } from "../engine.js";
 import type { FunctionPool, Machine, MachineOptions, Query, Queue, Replica } from "../entities.js";
 import { replicaOptionsFor } from "../hardware.js";
 import { queueAhead } from "../queue-ahead.js";
+import { simulatedWorkerReport, type ReplicaReadings } from "../worker-report.js";
 
 export type InfaasMode = "infaas" | "horizontal" | "static";
 
@@ -119,8 +125,6 @@ export interface InfaasSystemOptions {
   modelConfig?: Partial<ModelAutoscalerConfig>;
   vmConfig?: Partial<VmAutoscalerConfig>;
   stateConfig?: VariantStateConfig;
-  /** @default 5000 */
-  monitorWindowMs?: number;
   /** @default 1000 */
   modelPeriodMs?: number;
   /** @default 2000 */
@@ -169,9 +173,20 @@ export interface InfaasSystemOptions {
    * the busiest machine with room under this utilisation. @default undefined (spread)
    */
   packBelowUtilisation?: number;
+  /**
+   * Every message the VM autoscaler's observation reads (the machines' worker reports, the dispatcher's
+   * arrivals reports) and each VM tick's decisions, in the order the simulator takes them: a trace, and
+   * what a test replays into the live vm-autoscaler's shell. @default none
+   */
+  trace?: (e: InfaasTraceEvent) => void;
   /** Serverless overflow: the function pool and a callback per query sent to it. @default none */
   overflow?: { pool: FunctionPool; onOverflow?: (q: Query, nowMs: number) => void };
 }
+
+export type InfaasTraceEvent =
+  | { type: "worker-report"; atMs: number; report: WorkerReport }
+  | { type: "arrivals"; atMs: number; report: ArrivalsReport }
+  | { type: "vm-tick"; atMs: number; decisions: readonly MachineDecision[] };
 
 export interface DecisionLogEntry {
   tMs: number;
@@ -191,7 +206,6 @@ export interface InfaasSystem {
 
 export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): InfaasSystem {
   const kindOf = opts.kindOf ?? ((v: VariantProfile) => String(v.hardware));
-  const windowMs = opts.monitorWindowMs ?? 10_000;
   const stateCfg = opts.stateConfig ?? DEFAULT_VARIANT_STATE_CONFIG;
   const maxLog = opts.maxLog ?? 5000;
   const log: DecisionLogEntry[] = [];
@@ -281,55 +295,78 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     index.setRuntime(name, { state: "active", instances: q.replicas.length, qps: 0, workers });
   }
 
-  // Utilisation of a machine over the last VM interval.
-  const busyPrev = new Map<Machine, { t: number; busy: number }>();
-  const utilCache = new Map<Machine, number>();
-  function utilization(m: Machine): number {
-    return utilCache.get(m) ?? 0;
+  // ------------------------------------------------------------------ observation
+  // The machines report as live workers do (libs/sim worker-report.ts, every second, or at the times
+  // given), and every reader reads them through the services' own code: the VM autoscaler's
+  // FleetObservation (machine views, liveness, utilisation over the tick, SLO samples, tightest SLO,
+  // load per kind), the dispatcher's placement and the model autoscaler through each machine's latest
+  // report (libs/policy reportUtilization).
+  const observed = new Map<string, ObservedVariant>();
+  for (const v of opts.variants) {
+    const uses = v.resources ?? {};
+    observed.set(v.name, { app: v.app, threads: uses["threads"] ?? uses["cores"] ?? 1, profile: { peakQps: v.peakQps } });
   }
-  /**
-   * A machine's busy share of its ready slots between an earlier reading (at `fromMs`, `fromBusy` ms
-   * busy) and now; removed replicas take their busy time with them: clamped at 0.
-   */
-  const busyShare = (m: Machine, nowMs: number, busy: number, fromMs: number, fromBusy: number): number => {
-    let slots = 0;
-    for (const r of m.replicas) if (r.state === "ready") slots += r.concurrency;
-    return nowMs > fromMs && slots > 0 ? Math.min(1, Math.max(0, (busy - fromBusy) / ((nowMs - fromMs) * slots))) : 0;
+  const fleet = new FleetObservation({ heartbeatTimeoutMs: opts.vmConfig?.heartbeatTimeoutMs ?? DEFAULT_VM_AUTOSCALER_CONFIG.heartbeatTimeoutMs });
+  const readings: ReplicaReadings = new WeakMap();
+  const lastReportMs = new Map<Machine, number>();
+  /** A machine's utilisation as its latest report says (the dispatcher's and the model autoscaler's reading). */
+  function utilization(m: Machine): number {
+    const held = fleet.held(m.name);
+    return held ? reportUtilization(held.report, observed) : 0;
+  }
+  /** A variant's arrivals over a period, shared among its machines by ready replicas (by loading ones while none is ready). */
+  const arrivalsOf = (variant: string, m: Machine, fromMs: number, toMs: number): number => {
+    const q = queueOf(variant);
+    let mineReady = 0;
+    let allReady = 0;
+    let mineLoading = 0;
+    let allLoading = 0;
+    for (const r of q.replicas) {
+      if (r.state === "ready") {
+        allReady++;
+        if (r.machine === m) mineReady++;
+      } else if (r.state === "loading") {
+        allLoading++;
+        if (r.machine === m) mineLoading++;
+      }
+    }
+    const share = allReady > 0 ? mineReady / allReady : allLoading > 0 ? mineLoading / allLoading : 0;
+    return share === 0 ? 0 : q.arrivals.sum(fromMs, toMs) * share;
   };
-  /** With `reportTimesMs`: each machine's reports since the last VM tick, and its last report. */
-  const reported = new Map<Machine, { sum: number; n: number; t: number; busy: number }>();
+  const reportInput = {
+    stateOf: (variant: string, m: Machine): VariantState => {
+      const st = states.get(variant)?.state ?? "active";
+      // (with moves on, a variant is Interfered on the machines where it runs slow: see the header)
+      return st === "interfered" && opts.migrateInterfered && !interferedOn(m, variant) ? "active" : st;
+    },
+    arrivalsOf,
+  };
+  /** Every running machine reports; the first report of a machine up at 0 is a heartbeat (or the given start reading). */
+  let lastReportAtMs = -Infinity;
   const report = (nowMs: number): void => {
+    // (once per time: the VM tick may have taken the report due at its own time first)
+    if (nowMs === lastReportAtMs) return;
+    lastReportAtMs = nowMs;
     for (const m of machines) {
-      const busy = m.busyMsAt(nowMs);
-      const r = reported.get(m);
-      if (!r) {
-        reported.set(m, { sum: 0, n: 0, t: nowMs, busy });
-        continue;
-      }
-      if (nowMs > r.t) {
-        r.sum += busyShare(m, nowMs, busy, r.t, r.busy);
-        r.n += 1;
-      }
-      r.t = nowMs;
-      r.busy = busy;
+      if (m.state !== "running" || m.failed) continue;
+      const from = lastReportMs.get(m);
+      lastReportMs.set(m, nowMs);
+      const r = simulatedWorkerReport(m, nowMs, from ?? Math.min(nowMs, m.readyMs), readings, reportInput);
+      fleet.observeReport(r, nowMs, observed, from === undefined && nowMs === 0 ? opts.vmStartReading : undefined);
+      opts.trace?.({ type: "worker-report", atMs: nowMs, report: r });
     }
   };
-  const measureUtilization = (nowMs: number): void => {
-    if (opts.reportTimesMs) {
-      for (const m of machines) {
-        const r = reported.get(m);
-        if (!r || r.n === 0) continue;
-        utilCache.set(m, r.sum / r.n);
-        r.sum = 0;
-        r.n = 0;
-      }
-      return;
-    }
-    for (const m of machines) {
-      const busy = m.busyMsAt(nowMs);
-      const prev = busyPrev.get(m);
-      busyPrev.set(m, { t: nowMs, busy });
-      utilCache.set(m, prev ? busyShare(m, nowMs, busy, prev.t, prev.busy) : 0);
+  /** Per app, the tightest SLO of the queries that arrived in the current second (the dispatcher's arrivals report). */
+  const sloNow = new Map<string, { minMs: number; queries: number }>();
+  const sloByStream: Array<{ app: string; e: { minMs: number; queries: number } } | undefined> = [];
+  const reportArrivals = (nowMs: number): void => {
+    for (const [app, e] of sloNow) {
+      if (e.queries === 0) continue;
+      const a: ArrivalsReport = { app, dispatcher: "sim", atMs: nowMs, windowMs: 1000, arrivals: e.queries, models: { [app]: { queries: e.queries, minSloMs: e.minMs } }, infeasible: 0 };
+      fleet.observeArrivals(a);
+      opts.trace?.({ type: "arrivals", atMs: nowMs, report: a });
+      e.minMs = Infinity;
+      e.queries = 0;
     }
   };
 
@@ -358,18 +395,6 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     }
     return { outcome: "deferred", reason: `no ${kindOf(v)} machine has room; asked the VM autoscaler for one` };
   };
-  /** SLO outcomes of the queries the workers served or shed since the last VM tick, per app (the workers' reports). */
-  let sloSamples = new Map<string, AppSloSample>();
-  const sample = (app: string, missed: boolean): void => {
-    let s = sloSamples.get(app);
-    if (s === undefined) sloSamples.set(app, (s = { app, total: 0, missed: 0 }));
-    s.total++;
-    if (missed) s.missed++;
-  };
-  /** Tightest latency SLO per app and when it was last seen (the dispatchers' arrival reports). */
-  const sloSeen = new Map<string, { sloMs: number; atMs: number }>();
-  /** sloSeen's entry of each stream's last app, by stream index (no map look-up per query). */
-  const seenByStream: Array<{ app: string; seen: { sloMs: number; atMs: number } } | undefined> = [];
   const overflowCapacity = (v: VariantProfile, instances: number): OverflowCapacity => ({ instances, peakQpsPerInstance: v.peakQps, wbatchMs: opts.waitMs ?? 0, batchLatencyMs: profiledLatencyAt(v.latencyMs, v.batchSize) });
   /** As the dispatcher sees its serving instances: the profile slowed down by the last second's batches (libs/policy observedOverflowCapacity). */
   const servingCapacity = (v: VariantProfile, queue: Queue, instances: number): OverflowCapacity => {
@@ -384,27 +409,18 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   /** Per stream, the queue of the variant its last query was routed to. */
   const queueByStream: Array<{ variant: VariantProfile; queue: Queue } | undefined> = [];
   sim.setRouter((q, from, cause) => {
-    if (cause === "served") {
-      if (from !== null && opts.sloMonitor && from !== opts.overflow?.pool) sample(q.app, sim.nowMs - q.arrivalMs > q.sloMs);
-      return null;
-    }
-    if (cause === "late") {
-      if (opts.sloMonitor) sample(q.app, true);
-      return drop("deadline: cannot finish within the SLO");
-    }
+    if (cause === "served") return null;
+    if (cause === "late") return drop("deadline: cannot finish within the SLO");
     if (cause === "arrival") {
-      // (updated in place: this runs per query, and only the vmTick reads the figures)
-      const cached = seenByStream[q.stream];
-      const seen = cached !== undefined && cached.app === q.app ? cached.seen : sloSeen.get(q.app);
-      if (!seen) {
-        const entry = { sloMs: q.sloMs, atMs: sim.nowMs };
-        sloSeen.set(q.app, entry);
-        seenByStream[q.stream] = { app: q.app, seen: entry };
-      } else if (cached === undefined || cached.seen !== seen) seenByStream[q.stream] = { app: q.app, seen };
-      if (seen && (q.sloMs <= seen.sloMs || sim.nowMs - seen.atMs > 60_000)) {
-        seen.sloMs = q.sloMs;
-        seen.atMs = sim.nowMs;
+      // (the stream's entry, updated in place: this runs per query, and only the second's report reads it)
+      let c = sloByStream[q.stream];
+      if (c === undefined || c.app !== q.app) {
+        let e = sloNow.get(q.app);
+        if (e === undefined) sloNow.set(q.app, (e = { minMs: Infinity, queries: 0 }));
+        sloByStream[q.stream] = c = { app: q.app, e };
       }
+      c.e.queries++;
+      if (q.sloMs < c.e.minMs) c.e.minMs = q.sloMs;
     }
     // The live dispatcher's decision (libs/policy selectForApp), with this simulator's placement: the
     // stream's last one while the index has not changed and the query asks the same (a decision that
@@ -627,91 +643,46 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   let vmState: MachinePlanState = emptyMachinePlanState();
   const kinds: Record<string, MachineKind> = {};
   for (const [k, t] of Object.entries(templates)) kinds[k] = { instanceType: t.type, pricePerHour: t.pricePerS * 3600, bootMs: t.bootMs ?? 0, resources: t.resources ?? {}, ...(opts.kinds?.[k] ?? {}) };
-  /** What each machine ran, remembered at every tick (the metadata store), to restore a lost one. */
-  const lostVariants = new Map<Machine, string[]>();
   const planConfig: Partial<MachinePlanConfig> = { ...(opts.planConfig ?? {}), vm: opts.vmConfig ?? {} };
-  /** The tick at 0 reads the given start reading (set below), not a measure. */
-  let startReading = opts.vmStartReading !== undefined;
+  /** The machines the autoscaler launched, as its provider lists them (a machine lost silently still runs, for the provider). */
+  const providerMachines = (): ProviderMachine[] => {
+    const out: ProviderMachine[] = [];
+    for (const m of machines) {
+      if (unmanaged.has(m)) continue;
+      out.push({ id: m.name, workerId: m.name, kind: m.kind, launchedAtMs: m.billedFromMs, state: m.failed ? "running" : m.state });
+    }
+    return out;
+  };
+  const reportTimes = new Set(opts.reportTimesMs ?? []);
+  const lastReportTime = opts.reportTimesMs?.[opts.reportTimesMs.length - 1] ?? 0;
+  /** Whether the machines report at `nowMs` (the schedule below). */
+  const reportDue = (nowMs: number): boolean => (nowMs <= lastReportTime && opts.reportTimesMs ? reportTimes.has(nowMs) : (nowMs - lastReportTime) % 1000 === 0);
   const vmTick = (nowMs: number): void => {
-    if (startReading) startReading = false;
-    else measureUtilization(nowMs);
-    // Machines terminated for good (not lost: the plan remembers those) are read no more: forget
-    // them, so that each tick scans the fleet, not its history.
+    // The reports due now come first (a tick and a report at the same time: the live tick reads it).
+    if (reportDue(nowMs)) report(nowMs);
+    // Machines terminated for good (not lost: their heartbeat stops, and the plan replaces them) are
+    // read no more: forget them, so that each tick scans the fleet, not its history.
     let kept = 0;
     for (const m of machines) {
       if (m.state !== "terminated" || m.failed) machines[kept++] = m;
-      else {
-        busyPrev.delete(m);
-        utilCache.delete(m);
-        lostVariants.delete(m);
-      }
+      else lastReportMs.delete(m);
     }
     machines.length = kept;
-    for (const m of live()) {
-      const labels = new Set<string>();
-      for (const r of m.replicas) labels.add(r.label);
-      lostVariants.set(m, [...labels]);
-    }
     if (opts.mode === "static") return;
-    // Lost machines stop sending heartbeats at the moment they died (the plan remembers those it replaced).
-    const lost = machines.filter((m) => m.failed);
-    const views: MachineView[] = [...live(), ...lost].map((m) => {
-      const labels = new Set<string>();
-      let capacityQps = 0;
-      let serving = false;
-      for (const r of m.replicas) {
-        labels.add(r.label);
-        if (r.state === "ready") {
-          capacityQps += r.peakQps();
-          if (r.queue.rateQps(nowMs, windowMs) > 0) serving = true;
-        }
-      }
-      // (one pass over the labels: their states, and the apps, sorted)
-      let anyInterfered = false;
-      let anyOverloaded = false;
-      const appSet = new Set<string>();
-      for (const l of labels) {
-        const st = states.get(l)?.state;
-        if (st === "interfered") anyInterfered = true;
-        else if (st === "overloaded") anyOverloaded = true;
-        const app = profiles.get(l)?.app;
-        if (app !== undefined && app !== "") appSet.add(app);
-      }
-      const apps = [...appSet].sort();
-      return {
-        name: m.name,
-        kind: m.kind,
-        booting: m.state === "booting",
-        utilization: utilization(m),
-        // (with moves on, judged per machine as the moves are: see the header)
-        interfered: opts.migrateInterfered ? [...labels].some((l) => states.get(l)?.state === "interfered" && interferedOn(m, l)) : anyInterfered,
-        overloaded: anyOverloaded,
-        serving,
-        capacityQps,
-        lastHeartbeatMs: m.failed ? (m.billedToMs ?? nowMs) : nowMs,
-        variants: m.failed ? (lostVariants.get(m) ?? []) : [...labels],
-        apps,
-        managed: !unmanaged.has(m),
-        launchedAtMs: m.billedFromMs,
-      };
-    });
-    const loadQpsByKind: Record<string, number> = {};
-    for (const [name, v] of profiles) {
-      const k = kindOf(v);
-      loadQpsByKind[k] = (loadQpsByKind[k] ?? 0) + queueOf(name).rateQps(nowMs, windowMs);
-    }
+    // The views, as the vm-autoscaler builds them: a lost machine stops reporting at the moment it died.
+    const { views } = fleet.machines(nowMs, { instances: providerMachines() }, observed);
+    const loadQpsByKind = fleet.loadQpsByKind();
+    const sloMsByApp = fleet.tightestSloByApp(nowMs);
+    const slo = fleet.takeSloSamples();
     const pending = pendingPlacements.splice(0);
     pendingVariants.clear();
-    const sloMsByApp: Record<string, number> = {};
-    for (const [app, s] of sloSeen) if (nowMs - s.atMs <= 60_000) sloMsByApp[app] = s.sloMs;
-    const slo = opts.sloMonitor ? [...sloSamples.values()] : [];
-    sloSamples = new Map();
     // (the optional inputs set after the literal: a literal with spreads between its properties is slow)
     const input: MachinePlanContext = { nowMs, workers: views, kinds, pending, loadQpsByKind, catalog: opts.variants, sloMsByApp, kindOf, config: planConfig, state: vmState };
     if (opts.forecasts) input.forecasts = opts.forecasts(nowMs);
     if (opts.sloMonitor) input.slo = slo;
     const res = planMachines(input);
     vmState = res.state;
+    opts.trace?.({ type: "vm-tick", atMs: nowMs, decisions: res.decisions });
     for (const d of res.decisions) {
       if (d.action === "hold" || d.action === "plan") continue;
       note("vm-autoscaler", `${d.action === "launch" ? "add" : d.action === "terminate" ? "remove" : d.action} ${d.kind}`, d.reason);
@@ -729,11 +700,13 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         if (!old || !tpl) continue;
         const nm = sim.launchMachine(tpl);
         machines.push(nm);
+        fleet.forget(old.name);
         for (const v of d.restore) load(profileOf(v), nm);
       } else {
         const m = machines.find((mm) => mm.name === d.worker);
         if (!m) continue;
         const labels = [...m.replicas].map((r) => r.label);
+        fleet.forget(m.name);
         sim.terminateMachine(m);
         for (const l of new Set(labels)) {
           const q = queueOf(l);
@@ -743,18 +716,17 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     }
   };
 
-  measureUtilization(0);
+  // (registered before the ticks, after the machines' boot at 0: at a time they share, the reports come
+  // first). A report at 0 only stands for the reading before the window when one is given.
+  if (opts.vmStartReading !== undefined) sim.at(0, report);
   if (opts.reportTimesMs) {
     const times = opts.reportTimesMs;
-    report(0);
     for (const t of times) sim.at(t, report);
     sim.every(1000, report, (times[times.length - 1] ?? 0) + 1000);
-  }
+  } else sim.every(1000, report);
+  sim.every(1000, reportArrivals);
   sim.every(opts.modelPeriodMs ?? 1000, monitorTick);
-  if (opts.vmStartReading !== undefined) {
-    for (const m of machines) utilCache.set(m, opts.vmStartReading);
-    sim.every(opts.vmPeriodMs ?? 2000, vmTick, 0);
-  } else sim.every(opts.vmPeriodMs ?? 2000, vmTick);
+  sim.every(opts.vmPeriodMs ?? 2000, vmTick, opts.vmStartReading !== undefined ? 0 : undefined);
 
   return {
     log,

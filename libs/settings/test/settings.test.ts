@@ -1,0 +1,43 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { compileOptions } from "@sloserve/contracts";
+import { DEFAULT_MACHINE_PLAN_CONFIG, DEFAULT_MODEL_AUTOSCALER_CONFIG, LIVE_READING_TICKS } from "@sloserve/policy";
+import { SERVICE_SETTINGS, configurationMarkdown, dispatcherSettings, settingRows, vmAutoscalerSettings, modelAutoscalerSettings } from "../src/index.js";
+
+describe("settings", () => {
+  it("settings - docs/CONFIGURATION.md is what the schemas generate (npm run docs:config)", () => {
+    const file = readFileSync(new URL("../../../docs/CONFIGURATION.md", import.meta.url), "utf8");
+    expect(file, "docs/CONFIGURATION.md is out of date: run npm run docs:config").toBe(configurationMarkdown());
+  });
+
+  it("settings - every variable of every service has a meaning", () => {
+    for (const { service, schema } of SERVICE_SETTINGS) {
+      for (const r of settingRows(schema)) {
+        expect(r.description.length, `${service} ${r.name} has no description`).toBeGreaterThan(10);
+        expect(r.description, `${service} ${r.name}`).not.toMatch(/TODO/);
+      }
+    }
+  });
+
+  it("settings - defaults are the policy's own (one default per setting)", () => {
+    const vm = compileOptions(vmAutoscalerSettings, {});
+    expect(vm.READING_TICKS).toBe(LIVE_READING_TICKS);
+    expect(vm.COOLDOWN_MS).toBe(DEFAULT_MACHINE_PLAN_CONFIG.cooldownMs);
+    expect(vm.SL_MIN).toBe(DEFAULT_MACHINE_PLAN_CONFIG.slMin);
+    expect(vm.TARGET_UTILIZATION).toBe(DEFAULT_MACHINE_PLAN_CONFIG.targetUtilization);
+    expect(compileOptions(modelAutoscalerSettings, {}).SLACK).toBe(DEFAULT_MODEL_AUTOSCALER_CONFIG.slack);
+  });
+
+  it("settings - a row shows the default as the environment writes it", () => {
+    const rows = new Map(settingRows(vmAutoscalerSettings).map((r) => [r.name, r]));
+    expect(rows.get("LAUNCH_KINDS")).toMatchObject({ default: "cpu", required: false });
+    expect(rows.get("COOLDOWN_MS")).toMatchObject({ default: String(DEFAULT_MACHINE_PLAN_CONFIG.cooldownMs) });
+    expect(rows.get("BOOT_TIME_MS")?.default).toMatch(/BOOT_DELAY_MS \+ 5 s/);
+    expect(rows.get("EC2_IMAGE")).toMatchObject({ default: "", required: false });
+  });
+
+  it("settings - a bad value names the variable and the problem", () => {
+    expect(() => compileOptions(dispatcherSettings, { OVERFLOW: "lambda" }, "dispatcher")).toThrow(/invalid configuration for dispatcher: .*LAMBDA_FUNCTION/);
+    expect(() => compileOptions(vmAutoscalerSettings, { SL_MIN: "2" }, "vm-autoscaler")).toThrow(/SL_MIN/);
+  });
+});
