@@ -154,10 +154,34 @@ const ROWS: Row[] = [
     simulator: "engine.ts, systems/inferline.ts, the scenarios (their workloads)",
   },
   {
-    modules: ["observation/fleet.ts", "observation/worker-views.ts", "observation/utilization.ts", "observation/holds.ts", "observation/slo-window.ts"],
-    decides: "what the rules read of the workers: heartbeats, utilisation over a tick (`reportUtilization`), SLO outcomes, liveness, machine views (`FleetObservation`); which hold decisions to publish (`HoldFilter`); the tightest SLO of the last minute (`SloWindow`)",
-    service: "vm-autoscaler (controller.ts: `FleetObservation`, `HoldFilter`), model-autoscaler (controller.ts: `workerRunsFromReport`, `HoldFilter`, `SloWindow`), dispatcher (cluster.ts: `reportUtilization`), registrar (batching.ts: `SloWindow`)",
-    simulator: "—",
+    modules: ["observation/fleet.ts"],
+    decides: "what the VM autoscaler reads of the fleet (`FleetObservation`): heartbeats, each worker's utilisation over the tick (the mean of its reports), SLO outcomes since the last tick, each app's tightest SLO, load per kind, which workers are booting, running, lost or have left, the machine views; fleet states for the cost summary (`fleetStateOf`)",
+    service: "vm-autoscaler (controller.ts: fed the worker and arrivals reports it receives, its provider's instances and Redis's records)",
+    simulator: "systems/infaas.ts VM autoscaler: fed its machines' worker reports (worker-report.ts `simulatedWorkerReport`) and its dispatcher's arrivals reports, every second",
+  },
+  {
+    modules: ["observation/worker-views.ts"],
+    decides: "one worker's views from its report: the machine plan's (`machineView`), the SLO outcomes (`sloOutcomes`), the model autoscaler's (`workerRunsFromReport`)",
+    service: "vm-autoscaler (through `FleetObservation`), model-autoscaler (controller.ts: `workerRunsFromReport`)",
+    simulator: "systems/infaas.ts VM autoscaler (through `FleetObservation`); its model autoscaler still builds each machine's runs from the machines themselves (`machineRuns`: the scenarios' machines name resources the live reports do not carry)",
+  },
+  {
+    modules: ["observation/utilization.ts"],
+    decides: "a worker's utilisation from its report (`reportUtilization`: threads-weighted busy share for CPU workers, busy share per accelerator otherwise)",
+    service: "vm-autoscaler (through `FleetObservation`), model-autoscaler (packing, through `workerRunsFromReport`), dispatcher (cluster.ts: placement)",
+    simulator: "systems/infaas.ts: the VM autoscaler (through `FleetObservation`), the dispatcher's loads and the model autoscaler's placements (each machine's latest report)",
+  },
+  {
+    modules: ["observation/slo-window.ts"],
+    decides: "the tightest latency SLO of the last minute, per app or model (`SloWindow`)",
+    service: "registrar (batching.ts: batch tuning), model-autoscaler (controller.ts: candidate variants), vm-autoscaler (through `FleetObservation`)",
+    simulator: "systems/infaas.ts VM autoscaler (through `FleetObservation`, from the arrivals reports)",
+  },
+  {
+    modules: ["observation/holds.ts"],
+    decides: "which hold decisions to publish (`HoldFilter`: when the reason changes, or again after a while)",
+    service: "vm-autoscaler, model-autoscaler (decisions on `decision.*`)",
+    simulator: "— (the simulator publishes nothing; its log keeps actions, not holds)",
   },
   {
     modules: ["common/merge.ts"],
