@@ -13,7 +13,8 @@ import { modelRecord, variantRecord } from "../services/model-autoscaler/test/ha
  * The VM autoscaler, live and simulated, on one stream of worker reports: the simulator's INFaaS system
  * runs a short trace with a burst, a boot and a worker death; its machines send the contract's worker
  * reports and its dispatcher the arrivals reports (libs/sim worker-report.ts), which its VM autoscaler
- * reads through libs/policy `FleetObservation`. The test replays that stream, in the simulator's order,
+ * reads through libs/policy `FleetObservation`; its dispatcher and model autoscaler ask for machines with
+ * `scale.vm` requests. The test replays that stream, in the simulator's order,
  * into the vm-autoscaler service's shell (its controller, a manual clock, a real nats-server and
  * redis-server, a provider that names the machines it launches as the simulator does) and ticks it
  * where the simulator ticked: every decision, holds included, must be the same, with the same reasons,
@@ -21,8 +22,8 @@ import { modelRecord, variantRecord } from "../services/model-autoscaler/test/ha
  *
  * The trace: one stack worker (cpu-0, 2 threads, unmanaged) runs v ×1 (one thread, 50 ms a query, 20
  * q/s at most). 8 q/s for 10 s, then 45 q/s, more than the worker's two threads serve: the VM
- * autoscaler launches on utilisation (cpu-1 at 14 s, boot 3 s), then on Overloaded variants on every
- * worker (cpu-2 at 18 s). At 35 s cpu-1 dies without a word: its heartbeat stops (last report at 34 s),
+ * autoscaler (reading two ticks, the live default) launches on utilisation and a placement that fits
+ * nowhere (cpu-1 at 16 s, boot 3 s), then on Overloaded variants on every worker (cpu-2 at 20 s). At 35 s cpu-1 dies without a word: its heartbeat stops (last report at 34 s),
  * and at the first tick more than 10 s later (46 s) it is replaced (cpu-3) with what it ran.
  */
 
@@ -140,6 +141,7 @@ describe("decisions live vs simulated: the VM autoscaler", () => {
       clock.set(e.atMs);
       if (e.type === "worker-report") controller.applyReport(e.report);
       else if (e.type === "arrivals") controller.applyArrivals(e.report);
+      else if (e.type === "scale-vm") controller.applyScaleVm(e.request);
       else {
         const got = await controller.tick();
         // Every decision of the tick, holds included, with its reason.

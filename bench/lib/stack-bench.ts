@@ -7,7 +7,7 @@
  * workers priced as AWS instances (c5.4xlarge, inf1.xlarge, p3.2xlarge) that boot in 30 s.
  */
 import { pricePerSecond, type VariantProfile } from "@sloserve/policy";
-import { ScheduledArrivals, Simulator, constantRate, infaasResnet50Variants, installInfaas, type MachineOptions, type SimResult } from "@sloserve/sim";
+import { ScheduledArrivals, Simulator, constantRate, infaasResnet50Variants, installInfaas, withInfaasPaperRules, type MachineOptions, type SimResult } from "@sloserve/sim";
 
 export interface StackBenchOptions {
   durationS: number;
@@ -49,14 +49,14 @@ export function stackBenchmark(o: StackBenchOptions): { result: SimResult; decis
     sloMsByModel[`app${i}-resnet50`] = 300;
     sim.addStream({ app: `app${i}`, sloMs: 300, process: new ScheduledArrivals(constantRate(o.qps / apps, o.durationS), 1) });
   }
-  const sys = installInfaas(sim, {
+  const sys = installInfaas(sim, withInfaasPaperRules({
     mode: "infaas",
     variants,
     workers: [BENCH_WORKERS.cpu as MachineOptions, BENCH_WORKERS.inferentia as MachineOptions, BENCH_WORKERS.gpu as MachineOptions],
     templates: BENCH_WORKERS,
     preload: variants.filter((v) => v.hardware === "cpu").map((v) => ({ variant: v.name, count: 1 })),
     sloMsByModel,
-  });
+  }));
   const result = sim.run();
   return { result, decisions: sys.log.length };
 }

@@ -15,6 +15,7 @@ import {
   type ForecastMessage,
   type Hardware,
   type ScaleCommand,
+  type ScaleVmRequest,
   type WorkerReport,
   workerCommandConsumer,
 } from "@sloserve/contracts";
@@ -165,9 +166,7 @@ export class VmAutoscalerController {
           msg.term();
           continue;
         }
-        const r = parsed.data;
-        this.pending.push({ kind: r.hardware, variant: r.variant, count: r.count });
-        this.log.debug({ request: r }, "scale.vm request");
+        this.applyScaleVm(parsed.data);
         msg.ack();
       }
     })().catch((err: unknown) => this.log.error({ err }, "the scale.vm consumer stopped"));
@@ -182,6 +181,12 @@ export class VmAutoscalerController {
 
   applyReport(report: WorkerReport): void {
     if (this.fleet.observeReport(report, this.clock.now(), this.catalog.variants) === "back") this.log.info({ worker: report.worker }, "a worker thought gone reports again");
+  }
+
+  /** A `scale.vm` request (a placement that fits on no running worker): the next tick plans it. */
+  applyScaleVm(r: ScaleVmRequest): void {
+    this.pending.push({ kind: r.hardware, variant: r.variant, count: r.count });
+    this.log.debug({ request: r }, "scale.vm request");
   }
 
   applyForecast(f: ForecastMessage): void {

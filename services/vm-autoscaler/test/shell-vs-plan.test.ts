@@ -28,7 +28,8 @@ import { VmAutoscalerController } from "../src/controller.js";
 const T0 = 1_800_000_000_000;
 const TICK_MS = 2000;
 const SECONDS = 30;
-const CONFIG = { sloPeriodMs: 69, planPeriodMs: 1000, cooldownMs: 5417, billingMinimumMs: 417 };
+// (INFaaS's one-tick reading: the record's spikes below are read tick by tick)
+const CONFIG = { sloPeriodMs: 69, planPeriodMs: 1000, cooldownMs: 5417, billingMinimumMs: 417, vm: { readingTicks: 1 } };
 const CPU: MachineKind = { instanceType: "c5.xlarge", pricePerHour: 0.17, bootMs: 5417, resources: { threads: 2, memoryBytes: 1e9 }, maxWorkers: 4 };
 
 /** Second s (1-based) → answers, late answers, busy share of the worker (1 thread of 2 → variant busy × ½). */

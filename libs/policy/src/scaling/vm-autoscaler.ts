@@ -12,7 +12,7 @@
  * While a worker of that kind is still booting (or is being launched this tick as a replacement), no
  * second one is added (the booting one is the answer; VMs take 20-30 s to start).
  *
- * Rules 1-3 read each worker over the last `readingTicks` ticks (INFaaS: 1, each 2 s poll): its
+ * Rules 1-3 read each worker over the last `readingTicks` ticks (INFaaS: 1, each 2 s poll; default 2): its
  * utilisation is the mean of those ticks' readings, and it counts as Interfered or Overloaded only if
  * it was at each of them. A worker up for fewer ticks is read over those it has. Two ticks (the live
  * default: docs/ARCHITECTURE.md "Machines and money") leave a burst of one tick to queueing and overflow: a worker launched for it
@@ -50,8 +50,8 @@ export interface VmAutoscalerConfig {
   /** Per-kind overrides of the two limits above. @default {} */
   minWorkersByKind?: Readonly<Record<string, number>>;
   maxWorkersByKind?: Readonly<Record<string, number>>;
-  /** Ticks the utilisation, Interfered and Overloaded rules read (see the header). @default 1 */
-  readingTicks?: number;
+  /** Ticks the utilisation, Interfered and Overloaded rules read (see the header); 1 is INFaaS's rule. @default LIVE_READING_TICKS (2) */
+  readingTicks: number;
 }
 
 export const DEFAULT_VM_AUTOSCALER_CONFIG: VmAutoscalerConfig = {
@@ -62,6 +62,7 @@ export const DEFAULT_VM_AUTOSCALER_CONFIG: VmAutoscalerConfig = {
   heartbeatTimeoutMs: 10_000,
   minWorkersPerKind: 0,
   maxWorkersPerKind: Infinity,
+  readingTicks: 2,
 };
 
 export interface VmWorkerView {
@@ -91,11 +92,8 @@ export interface PendingPlacement {
   count: number;
 }
 
-/**
- * The vm-autoscaler service's `READING_TICKS` default, and the live replay's simulator's: two 2 s
- * ticks (see the header).
- */
-export const LIVE_READING_TICKS = 2;
+/** Ticks the INFaaS rules read by default (the vm-autoscaler's `READING_TICKS`): two 2 s ticks (see the header). */
+export const LIVE_READING_TICKS = DEFAULT_VM_AUTOSCALER_CONFIG.readingTicks;
 
 /** A worker's readings at its last ticks, oldest first (at most `readingTicks`). */
 export interface WorkerReadings {
@@ -141,7 +139,7 @@ export function vmAutoscale(ctx: VmAutoscalerContext): VmAutoscalerResult {
   const prevIdle = ctx.state?.idleSinceMs ?? {};
   const idleSinceMs: Record<string, number> = {};
   const lost = new Set<string>();
-  const read = readWorkers(ctx.workers, cfg.readingTicks ?? 1, ctx.state?.readings);
+  const read = readWorkers(ctx.workers, cfg.readingTicks, ctx.state?.readings);
 
   for (const w of ctx.workers) {
     if (!w.booting && ctx.nowMs - w.lastHeartbeatMs > cfg.heartbeatTimeoutMs) {

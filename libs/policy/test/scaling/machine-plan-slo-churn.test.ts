@@ -24,6 +24,8 @@ const variant: VariantProfile = {
 };
 const CPU: MachineKind = { instanceType: "c5.xlarge", pricePerHour: 0.17, bootMs: 5417, resources: { threads: 2, memoryBytes: 1e9 } };
 const CONFIG = { sloPeriodMs: 69, planPeriodMs: 1000, cooldownMs: 5417, billingMinimumMs: 417 };
+/** The bursts below are one tick long: INFaaS's one-tick reading (the live default, two ticks, reads them as half). */
+const ONE_TICK = { ...CONFIG, vm: { readingTicks: 1 } };
 const TICK_MS = 2000;
 
 /** Runs `misses.length` ticks; returns the launches, terminations and SLO holds, as "t=<s> …". */
@@ -139,7 +141,7 @@ function runBursts(ticks: number, o: { busyAt: readonly number[]; interferedAt?:
         capacityQps: 0, lastHeartbeatMs: nowMs, variants: [], apps: [], managed: true, launchedAtMs: l.atMs,
       })),
     ];
-    const r = planMachines({ nowMs, workers, kinds: { cpu: CPU }, forecasts: [{ app: "a", atMs: nowMs, stepMs: 1000, values: new Array<number>(60).fill(10) }], slo: [{ app: "a", total: 50, missed: 0 }], catalog: [variant], config: CONFIG, state });
+    const r = planMachines({ nowMs, workers, kinds: { cpu: CPU }, forecasts: [{ app: "a", atMs: nowMs, stepMs: 1000, values: new Array<number>(60).fill(10) }], slo: [{ app: "a", total: 50, missed: 0 }], catalog: [variant], config: ONE_TICK, state });
     state = r.state;
     for (const d of r.decisions) {
       if (d.action === "launch") {
@@ -181,7 +183,7 @@ describe("machine plan: no worker given back within the cool-down of its launch"
     const l1 = (nowMs: number): MachineView => ({ ...c0, name: "L1", utilization: 0, serving: false, variants: [], apps: [], managed: true, launchedAtMs: 0, lastHeartbeatMs: nowMs });
     const holds: string[] = [];
     for (const nowMs of [200, 2000, 6000]) {
-      const r = planMachines({ nowMs, workers: [{ ...c0, lastHeartbeatMs: nowMs }, l1(nowMs)], kinds: { cpu: CPU }, forecasts: [{ app: "a", atMs: nowMs, stepMs: 1000, values: new Array<number>(60).fill(10) }], catalog: [variant], config: CONFIG, state });
+      const r = planMachines({ nowMs, workers: [{ ...c0, lastHeartbeatMs: nowMs }, l1(nowMs)], kinds: { cpu: CPU }, forecasts: [{ app: "a", atMs: nowMs, stepMs: 1000, values: new Array<number>(60).fill(10) }], catalog: [variant], config: ONE_TICK, state });
       state = r.state;
       for (const d of r.decisions) if (d.action === "hold" || d.action === "terminate") holds.push(`${nowMs}: ${d.action}${d.action === "hold" ? ` ${d.reason}` : ""}`);
     }

@@ -172,7 +172,8 @@ describe("machine-plan", () => {
   it("machine-plan - the largest ask wins, with every reason kept", () => {
     // INFaaS asks 1 (utilisation 90% on c1), the plan 2 (50 qps / 20 = 2.5 workers → 4 at 80%: 3.2 ≥ 2.5;
     // 3 × 0.8 = 2.4 < 2.5; 1 running → launch 3) → launch 3, trigger predictive, both reasons.
-    const r = ticks([0], () => ({ workers: [w("c1", { utilization: 0.9 })], forecasts: [forecast(new Array<number>(60).fill(50))], catalog }));
+    // (INFaaS's one-tick reading: the live default reads two, over which one tick's 90% is its own)
+    const r = ticks([0], () => ({ workers: [w("c1", { utilization: 0.9 })], forecasts: [forecast(new Array<number>(60).fill(50))], catalog, config: { vm: { readingTicks: 1 } } }));
     expect(r.out[0]).toEqual(["plan cpu 4", "launch cpu ×3 predictive"]);
     const launch = r.last[1];
     expect(launch?.reason).toMatch(/^INFaaS: utilisation above 80% on all 1 cpu worker\(s\) \(min 90%\); predictive plan: 3 more worker\(s\) for the forecast$/);

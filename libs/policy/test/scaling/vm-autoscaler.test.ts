@@ -33,7 +33,7 @@ describe("vm-autoscaler", () => {
   }
 
   it("vm-autoscaler - the worker limit holds", () => {
-    const r = vmAutoscale({ nowMs: 0, workers: [w("g1", { utilization: 0.9 })], config: { maxWorkersPerKind: 1 } });
+    const r = vmAutoscale({ nowMs: 0, workers: [w("g1", { utilization: 0.9 })], config: { maxWorkersPerKind: 1, readingTicks: 1 } });
     expect(r.decisions).toEqual([{ action: "hold", kind: "gpu", reason: "utilisation above 80% on all 1 gpu worker(s) (min 90%); at the limit of 1 gpu worker(s)" }]);
   });
 
@@ -99,7 +99,7 @@ describe("vm-autoscaler", () => {
   });
 
   it("vm-autoscaler - with readingTicks 1 (INFaaS's rule) the state keeps no readings", () => {
-    const r = vmAutoscale({ nowMs: 0, workers: [w("g1", { utilization: 0.9 })] });
+    const r = vmAutoscale({ nowMs: 0, workers: [w("g1", { utilization: 0.9 })], config: { readingTicks: 1 } });
     expect(brief(r)).toEqual(["add gpu"]);
     expect(r.state).toEqual({ idleSinceMs: {} });
   });

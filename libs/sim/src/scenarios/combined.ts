@@ -26,7 +26,7 @@
 import { SelectionIndex, maxRatePerUnit, pricePerSecond, tunedBatching, type BatchTuning, type VariantProfile } from "@sloserve/policy";
 import { Simulator, type MachineOptions, type Query } from "../engine.js";
 import type { Scenario, ScenarioResult } from "../scenario.js";
-import { installInfaas } from "../systems/infaas.js";
+import { installInfaas, liveSettingsNote, withInfaasPaperRules } from "../systems/infaas.js";
 import { markResult } from "./mark-report.js";
 import {
   EC2_BOOT_MS, addMarkStream, historyFromRates, inceptionV3, nasnet, runMark, type MarkModel, type MarkRunResult,
@@ -92,14 +92,14 @@ export function runInfaas(models: MarkModel[], load: MarkWorkload, seed: number)
   }
   const preload = [...share].map(([v, f]) => ({ variant: v.name, count: Math.max(1, Math.ceil((f * firstQps) / (0.8 * v.peakQps))) }));
   const workers = preload.flatMap((p) => Array.from({ length: p.count }, () => machine(String(variants.find((v) => v.name === p.variant)!.hardware))));
-  installInfaas(sim, {
+  installInfaas(sim, withInfaasPaperRules({
     mode: "infaas",
     variants,
     workers,
     templates: Object.fromEntries([...new Set(variants.map((v) => String(v.hardware)))].map((t) => [t, machine(t)])),
     preload,
     sloMsByModel: Object.fromEntries(models.map((m) => [m.name, SLO_MS])),
-  });
+  }));
   const perMinute: MarkRunResult["perMinute"] = [];
   sim.every(60_000, (nowMs) => {
     let instances = 0;
@@ -165,6 +165,7 @@ export const combined: Scenario = {
         `queries per model: ${runs.map((r) => `${r.system} ${JSON.stringify(r.perLane)}`).join("; ")}.`,
       "infaas: systems/infaas.ts with one variant per (model, EC2 type) and one model server per instance; its VM autoscaler adds an instance of a type when all of that type's are over 80% busy or a variant cannot be placed (while one boots it waits), and removes instances idle for 5 min; " +
         `EC2 instances take ${EC2_BOOT_MS / 1000} s to start here, not INFaaS's 20-30 s, and a model loads on a running instance in ${MODEL_LOAD_MS / 1000} s (assumed).`,
+      liveSettingsNote(withInfaasPaperRules({ mode: "infaas", variants: [], workers: [], sloMsByModel: {} }), "infaas (INFaaS's own rules)"),
       "The InferLine Tuner is not in this comparison: the queries are single-model (see inferline-rate-change).",
     ], { slo_ms: SLO_MS });
     // mark-report computes "× cheaper than SageMaker"; here the reference is MArk alone.

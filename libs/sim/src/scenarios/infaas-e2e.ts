@@ -38,7 +38,7 @@ import { Simulator, type SimResult } from "../engine.js";
 import type { Machine, MachineOptions, Replica } from "../entities.js";
 import { INFAAS_ARCHITECTURES, INFAAS_POPULAR, architectureLatencies, infaasE2eVariants } from "../infaas-architectures.js";
 import type { Chart, Scenario, ScenarioOptions, ScenarioResult, SystemResult } from "../scenario.js";
-import { installInfaas, type InfaasSystemOptions } from "../systems/infaas.js";
+import { installInfaas, liveSettingsNote, withInfaasPaperRules, type InfaasSystemOptions } from "../systems/infaas.js";
 import { gapThreshold, minuteRates } from "../trace.js";
 import { ScheduledArrivals, traceRates, type RateSchedule } from "@sloserve/policy";
 import { fillGaps, twitterLikeMinutes } from "./mark-twitter.js";
@@ -288,7 +288,7 @@ export function runE2e(options: ScenarioOptions, systems: readonly E2eSystem[] =
       sim.addStream({ app: m.name, sloMs: m.sloMs, process: new ScheduledArrivals({ binMs: load.rates.binMs, rates }, 1) });
     }
     const opts = e2eSystemOptions(system, variants, models);
-    const sys = installInfaas(sim, opts);
+    const sys = installInfaas(sim, withInfaasPaperRules(opts));
     const busyBefore = new Map<Replica, number>();
     const util: number[] = [];
     const dram: number[] = [];
@@ -427,6 +427,7 @@ function run(options: ScenarioOptions): ScenarioResult {
   const popularShare = models.filter((m) => m.popular).reduce((s, m) => s + m.share, 0);
   const s = zipfExponentForShare(models.length, INFAAS_POPULAR.length, POPULAR_SHARE);
   const notes = [
+    liveSettingsNote(withInfaasPaperRules(e2eSystemOptions("infaas", infaasE2eVariants(), models)), "The INFaaS system (INFaaS's own rules)"),
     `Load: ${load.source}; ${inf.result.arrivals} queries (paper 113 420). The paper does not say how a day of the trace became a run of 113 420 queries; compressing the whole day keeps its diurnal shape and spikes within the run.`,
     `Popularity: Zipf with exponent ${r(s, 3)} over the 22 ranks, so that the four popular models carry ${pct(popularShare)} (ranks 1-4: ${models.slice(0, 4).map((m) => `${m.name} ${pct(m.share)}`).join(", ")}); the paper says only "Zipfian" and "80%". Cold SLOs: ${models.filter((m) => !m.popular).map((m) => `${m.name} ${r(m.sloMs, 1)} ms`).join(", ")}.`,
     "Models: the simulator had only ResNet50 of the paper's 22 architectures; the other 21 are Table 6's best-known family members, profiled by scaling ResNet50's Table 2 / §6.2 figures with each one's GFLOPs (infaas-architectures.ts); 87 variants, not 175. Their latencies are therefore estimates, not measurements.",

@@ -32,7 +32,7 @@ import {
   type AppForecast, type ForecastPlanState, type VariantProfile,
 } from "@sloserve/policy";
 import { Simulator, type Machine, type MachineOptions } from "../engine.js";
-import { installInfaas } from "../systems/infaas.js";
+import { installInfaas, liveSettingsNote } from "../systems/infaas.js";
 import type { Chart, Scenario, ScenarioResult } from "../scenario.js";
 import { minuteRates, type TraceData } from "../trace.js";
 import { ReplayArrivals, arrivalTimes, traceArrivals, type RateSchedule } from "@sloserve/policy";
@@ -623,6 +623,7 @@ export const replayScenario: Scenario = {
       notes: [
         `Trace ${options.tracePath ?? "(synthetic diurnal)"} minutes ${window.startMinute} … ${window.startMinute + window.minutes - 1} (${s.gapMinutes} gap minutes filled), peak ${window.peakQps} qps, compressed ${config.speedup}× into ${round(s.durationMs / 60_000, 1)} min.`,
         `Variant profile: ${REPLAY_DEFAULT_PROFILE.name} (${REPLAY_DEFAULT_PROFILE.peakQps} qps, ${REPLAY_DEFAULT_PROFILE.latencyMs[1]} ms); boot ${config.planBootMs} ms; function cold start 2000 ms.`,
+        liveSettingsNote({ mode: "infaas", variants: [], workers: [], sloMsByModel: {}, vmConfig: { readingTicks: config.readingTicks } }),
       ],
     };
   },

@@ -31,15 +31,18 @@
  *   by what the last second's batches took, `observedOverflowCapacity`, or its loading ones with their
  *   load latency when none is ready) sends it to the function pool instead.
  *
- * - **Interference** (with `migrateInterfered`): the model autoscaler's step 3c (libs/policy
+ * - **Interference** (`migrateInterfered`, on by default as live): the model autoscaler's step 3c (libs/policy
  *   interference.ts) moves a variant Interfered on a machine. The monitor judges a variant over all its
  *   machines; a machine counts as interfering with it when the variant is Interfered and one of its
  *   replicas there expects batches slower than profiled by more than the state machine's margin (its
  *   run-time estimate, libs/policy `RunTimeEstimate`), so a fresh replica elsewhere is not moved again;
  *   the VM autoscaler's "Interfered on every worker" rule sees machines the same way.
- * - **Bin packing** (with `packBelowUtilisation`): the dispatcher's loads and the model autoscaler's
- *   placements elsewhere go to the busiest machine with room under it (libs/policy `chooseWorker`'s
- *   `packBelow`), else spread; without it, loads go to the least utilised machine with room.
+ * - **Bin packing** (`packBelowUtilisation`, 80% by default as live): the dispatcher's loads and the
+ *   model autoscaler's placements elsewhere go to the busiest machine with room under it (libs/policy
+ *   `chooseWorker`'s `packBelow`), else spread; with null, loads go to the least utilised machine with room.
+ *
+ * Every setting defaults to the live services' default; a scenario that runs the paper's rule instead
+ * (`withInfaasPaperRules`) names the difference in its report ({@link liveSettingsDifferences}).
  *
  * Modes: "infaas" (all of it), "horizontal" (SM+: one fixed variant, replicas only), "static"
  * (Clipper+: pre-loaded instances, no scaling).
@@ -86,12 +89,14 @@ import {
   overflowInputFor,
   profiledLatencyAt,
   DEFAULT_VM_AUTOSCALER_CONFIG,
+  LIVE_READING_TICKS,
+  PACK_BELOW_UTILISATION,
   FleetObservation,
   reportUtilization,
   type ObservedVariant,
   type ProviderMachine,
 } from "@sloserve/policy";
-import type { ArrivalsReport, VariantState, WorkerReport } from "@sloserve/contracts";
+import type { ArrivalsReport, Hardware, ScaleVmRequest, VariantState, WorkerReport } from "@sloserve/contracts";
 import { drop, type Simulator } from "../engine.js";
 import type { FunctionPool, Machine, MachineOptions, Query, Queue, Replica } from "../entities.js";
 import { replicaOptionsFor } from "../hardware.js";
@@ -163,16 +168,16 @@ export interface InfaasSystemOptions {
    */
   refuseUnplaceable?: boolean;
   /**
-   * Move Interfered variants (libs/policy interference.ts, as the model-autoscaler service does). Off
-   * by default so that the scenarios of the papers' figures run as measured before.
-   * @default false
+   * Move Interfered variants (libs/policy interference.ts), as the model-autoscaler service does.
+   * @default true (the live default)
    */
   migrateInterfered?: boolean;
   /**
-   * Bin packing of loads (libs/policy placement.ts `packBelow`, the services' PACK_BELOW_UTILISATION):
-   * the busiest machine with room under this utilisation. @default undefined (spread)
+   * Bin packing of loads (libs/policy placement.ts `packBelow`): the busiest machine with room under
+   * this utilisation; null: spread to the least utilised (INFaaS's rule).
+   * @default PACK_BELOW_UTILISATION (0.8, the dispatcher's and the model autoscaler's)
    */
-  packBelowUtilisation?: number;
+  packBelowUtilisation?: number | null;
   /**
    * Every message the VM autoscaler's observation reads (the machines' worker reports, the dispatcher's
    * arrivals reports) and each VM tick's decisions, in the order the simulator takes them: a trace, and
@@ -186,6 +191,7 @@ export interface InfaasSystemOptions {
 export type InfaasTraceEvent =
   | { type: "worker-report"; atMs: number; report: WorkerReport }
   | { type: "arrivals"; atMs: number; report: ArrivalsReport }
+  | { type: "scale-vm"; atMs: number; request: ScaleVmRequest }
   | { type: "vm-tick"; atMs: number; decisions: readonly MachineDecision[] };
 
 export interface DecisionLogEntry {
@@ -204,7 +210,34 @@ export interface InfaasSystem {
   readonly activeSeconds: Map<string, number>;
 }
 
+/** Where a system's settings differ from the live services' defaults (docs/CONFIGURATION.md), in words, for its report. */
+export function liveSettingsDifferences(opts: InfaasSystemOptions): string[] {
+  const out: string[] = [];
+  const ticks = opts.vmConfig?.readingTicks ?? LIVE_READING_TICKS;
+  if (ticks !== LIVE_READING_TICKS) out.push(`the VM autoscaler reads ${ticks} tick${ticks === 1 ? " (INFaaS's rule)" : "s"} (live: ${LIVE_READING_TICKS}, READING_TICKS)`);
+  if (opts.packBelowUtilisation === null) out.push(`loads go to the least utilised machine (live: packed on the busiest under ${Math.round(PACK_BELOW_UTILISATION * 100)}%)`);
+  else if (opts.packBelowUtilisation !== undefined && opts.packBelowUtilisation !== PACK_BELOW_UTILISATION) out.push(`loads packed under ${Math.round(opts.packBelowUtilisation * 100)}% (live: ${Math.round(PACK_BELOW_UTILISATION * 100)}%)`);
+  if (opts.migrateInterfered === false) out.push("Interfered variants are not moved (live: moved, INFaaS §4.1)");
+  out.push(`Wbatch is fixed at ${opts.waitMs ?? 0} ms (live: tuned to the tightest SLO, BATCH_TUNING)`);
+  return out;
+}
+
+/** The report note of a system's settings that differ from the live defaults. */
+export function liveSettingsNote(opts: InfaasSystemOptions, who = "The simulated INFaaS system"): string {
+  return `${who} runs the live services' defaults (docs/CONFIGURATION.md) but: ${liveSettingsDifferences(opts).join("; ")}.`;
+}
+
+/**
+ * INFaaS's own rules where the live defaults differ, for the scenarios of its figures: the one-tick VM
+ * reading, loads spread, no moves of Interfered variants (what `opts` sets itself is kept).
+ */
+export function withInfaasPaperRules(opts: InfaasSystemOptions): InfaasSystemOptions {
+  return { ...opts, packBelowUtilisation: opts.packBelowUtilisation === undefined ? null : opts.packBelowUtilisation, migrateInterfered: opts.migrateInterfered ?? false, vmConfig: { readingTicks: 1, ...(opts.vmConfig ?? {}) } };
+}
+
 export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): InfaasSystem {
+  const packBelowUtilisation = opts.packBelowUtilisation === undefined ? PACK_BELOW_UTILISATION : (opts.packBelowUtilisation ?? undefined);
+  const migrateInterfered = opts.migrateInterfered ?? true;
   const kindOf = opts.kindOf ?? ((v: VariantProfile) => String(v.hardware));
   const stateCfg = opts.stateConfig ?? DEFAULT_VARIANT_STATE_CONFIG;
   const maxLog = opts.maxLog ?? 5000;
@@ -255,7 +288,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   };
   const placeAnywhere = (v: VariantProfile, prefer?: string, maxUtilisation = Infinity): Replica | null => {
     const kind = kindOf(v);
-    const packBelow = opts.packBelowUtilisation;
+    const packBelow = packBelowUtilisation;
     if (packBelow !== undefined) {
       // The live dispatcher's rule (libs/policy chooseWorker) with bin packing.
       const views: WorkerView[] = live()
@@ -337,7 +370,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     stateOf: (variant: string, m: Machine): VariantState => {
       const st = states.get(variant)?.state ?? "active";
       // (with moves on, a variant is Interfered on the machines where it runs slow: see the header)
-      return st === "interfered" && opts.migrateInterfered && !interferedOn(m, variant) ? "active" : st;
+      return st === "interfered" && migrateInterfered && !interferedOn(m, variant) ? "active" : st;
     },
     arrivalsOf,
   };
@@ -372,6 +405,11 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
 
   // ------------------------------------------------------------------ dispatcher
   const pendingPlacements: PendingPlacement[] = [];
+  /** A placement no machine has room for, to the VM autoscaler (live: a `scale.vm` request). */
+  const askForMachine = (p: PendingPlacement, reason: string): void => {
+    pendingPlacements.push(p);
+    opts.trace?.({ type: "scale-vm", atMs: sim.nowMs, request: { action: "add", hardware: p.kind as Hardware, variant: p.variant, count: p.count, reason, atMs: sim.nowMs } });
+  };
   /** Variants with a placement request outstanding (one request per variant until the VM tick). */
   const pendingVariants = new Set<string>();
   // One requirements object, refilled per query (select keeps no reference to it).
@@ -390,7 +428,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     if (opts.refuseUnplaceable) return { outcome: "refused", reason: `no ${kindOf(v)} worker has room for ${v.name}` };
     if (!pendingVariants.has(v.name)) {
       pendingVariants.add(v.name);
-      pendingPlacements.push({ kind: kindOf(v), variant: v.name, count: 1 });
+      askForMachine({ kind: kindOf(v), variant: v.name, count: 1 }, load.reason);
       note("dispatcher", `no room for ${v.name}`, `${load.reason}; asking the VM autoscaler`);
     }
     return { outcome: "deferred", reason: `no ${kindOf(v)} machine has room; asked the VM autoscaler for one` };
@@ -577,7 +615,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         const all = modelWeight.get(v.model) ?? { ready: 0, loading: 0 };
         const share = all.ready > 0 ? (e.ready * v.peakQps) / all.ready : all.loading > 0 ? e.loading / all.loading : 0;
         const runs: VariantRuns = { ready: e.ready, loading: e.loading, arrivalsQps: ((modelArrivals.get(v.model) ?? 0) * share * 1000) / periodMs };
-        if (opts.migrateInterfered && states.get(name)?.state === "interfered" && interferedOn(m, name)) runs.interfered = true;
+        if (migrateInterfered && states.get(name)?.state === "interfered" && interferedOn(m, name)) runs.interfered = true;
         variants[name] = runs;
       }
       const free: Record<string, number> = {};
@@ -603,8 +641,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   const modelTick = (nowMs: number): void => {
     // (the optional inputs set after the literal, as for planMachines below)
     const input: ModelActionsContext = { nowMs, workers: machineRuns(nowMs), catalog: opts.variants, sloMsByModel: opts.sloMsByModel, kindOf, launchableKinds, autoscaler: autoscalerConfig, state: actionState };
-    if (!opts.migrateInterfered) input.interference = false;
-    if (opts.packBelowUtilisation !== undefined) input.packBelowUtilisation = opts.packBelowUtilisation;
+    if (!migrateInterfered) input.interference = false;
+    if (packBelowUtilisation !== undefined) input.packBelowUtilisation = packBelowUtilisation;
     const res = planModelActions(input);
     actionState = res.state;
     for (const a of res.actions) carryOut(a);
@@ -630,7 +668,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         break;
       }
       case "escalate":
-        pendingPlacements.push({ kind: a.hardware, variant: a.variant, count: a.count });
+        askForMachine({ kind: a.hardware, variant: a.variant, count: a.count }, a.reason);
         note("model-autoscaler", `escalate ${a.variant} ×${a.count} on ${a.worker}`, a.reason);
         break;
       case "abandon":
