@@ -48,7 +48,8 @@ export function simulatedWorkerReport(m: Machine, nowMs: number, fromMs: number,
     if (r.state === "draining") continue;
     let v = byVariant.get(r.label);
     if (v === undefined) {
-      v = { variant: r.label, state: "active", instances: 0, loading: 0, sloMisses: 0, batchP50Ms: 0, batchSizeP50: 0, arrivals: 0, served: 0, errors: 0, batches: 0, queueLength: r.queue.length, latencyP50Ms: 0, latencyP99Ms: 0, utilisation: 0 };
+      // (queueLength: the queries a worker holds, not yet running; a simulated replica takes queries only as it starts a batch)
+      v = { variant: r.label, state: "active", instances: 0, loading: 0, sloMisses: 0, batchP50Ms: 0, batchSizeP50: 0, arrivals: 0, served: 0, errors: 0, batches: 0, queueLength: 0, latencyP50Ms: 0, latencyP99Ms: 0, utilisation: 0 };
       byVariant.set(r.label, v);
     }
     if (r.state === "ready") {

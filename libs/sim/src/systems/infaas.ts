@@ -85,6 +85,9 @@ import {
   type MachineDecision,
   type OverflowCapacity,
   decideOverflow,
+  drainBacklog,
+  serviceRateOf,
+  type BacklogEstimate,
   observedOverflowCapacity,
   overflowInputFor,
   profiledLatencyAt,
@@ -100,7 +103,6 @@ import type { ArrivalsReport, Hardware, ScaleVmRequest, VariantState, WorkerRepo
 import { drop, type Simulator } from "../engine.js";
 import type { FunctionPool, Machine, MachineOptions, Query, Queue, Replica } from "../entities.js";
 import { replicaOptionsFor } from "../hardware.js";
-import { queueAhead } from "../queue-ahead.js";
 import { simulatedWorkerReport, type ReplicaReadings } from "../worker-report.js";
 
 export type InfaasMode = "infaas" | "horizontal" | "static";
@@ -442,6 +444,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     const record = { maxBatch: v.batchSize, batchWaitMs: opts.waitMs ?? 0, profile: { peakQps: v.peakQps, latencyMs: v.latencyMs as Readonly<Record<string, number>>, loadLatencyMs: v.loadLatencyMs } };
     return observedOverflowCapacity(record, instances, observed) ?? overflowCapacity(v, instances);
   };
+  /** Per variant, the dispatcher's backlog estimate (the overflow rule's queue ahead). */
+  const backlogs = new Map<string, BacklogEstimate>();
   /** Per stream, its last dispatch decision that asked for no load, and what it was made for. */
   const lastByStream: Array<{ revision: number; app: string; sloMs: number; minAccuracy: number; maxCostPerQuery: number; d: AppDispatchDecision } | undefined> = [];
   /** Per stream, the queue of the variant its last query was routed to. */
@@ -487,19 +491,27 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       // The live dispatcher's decision, from what serves the variant now (or what is loading).
       const ready = queue.replicas.filter((r) => r.state === "ready").length;
       const loading = queue.replicas.filter((r) => r.state === "loading").length;
+      const serving = ready > 0 ? [servingCapacity(d.variant, queue, ready)] : [];
+      // Queue ahead, as the live dispatcher reads it (services/dispatcher overflow.ts): the larger of the
+      // queries its workers report holding (none here: a replica takes queries only as it starts a
+      // batch) and its own backlog estimate, what it queued drained at μ* (libs/policy drainBacklog).
+      const backlog = drainBacklog(backlogs.get(d.variant.name), sim.nowMs, serviceRateOf(serving));
       const o = decideOverflow(
         overflowInputFor({
-          serving: ready > 0 ? [servingCapacity(d.variant, queue, ready)] : [],
+          serving,
           ...(loading > 0 ? { starting: { capacity: [overflowCapacity(d.variant, loading)], inMs: d.variant.loadLatencyMs } } : {}),
-          queueAhead: queueAhead(queue, sim.nowMs),
+          queueAhead: backlog.queries,
           nowMs: sim.nowMs,
           deadlineMs: q.arrivalMs + q.sloMs,
         }),
       );
       if (o.action === "overflow") {
+        backlogs.set(d.variant.name, backlog);
         opts.overflow.onOverflow?.(q, sim.nowMs);
         return opts.overflow.pool;
       }
+      backlog.queries++;
+      backlogs.set(d.variant.name, backlog);
     }
     return queue;
   });
