@@ -163,7 +163,7 @@ const ROWS: Row[] = [
     modules: ["observation/worker-views.ts"],
     decides: "one worker's views from its report: the machine plan's (`machineView`), the SLO outcomes (`sloOutcomes`), the model autoscaler's (`workerRunsFromReport`)",
     service: "vm-autoscaler (through `FleetObservation`), model-autoscaler (controller.ts: `workerRunsFromReport`)",
-    simulator: "systems/infaas.ts VM autoscaler (through `FleetObservation`); its model autoscaler still builds each machine's runs from the machines themselves (`machineRuns`: the scenarios' machines name resources the live reports do not carry)",
+    simulator: "systems/infaas.ts: the VM autoscaler (through `FleetObservation`), the model autoscaler (`workerRunsFromReport` of each machine's latest report; free resources from the machine itself, whose scenario names resources the live report does not carry)",
   },
   {
     modules: ["observation/utilization.ts"],

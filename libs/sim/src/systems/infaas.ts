@@ -96,6 +96,7 @@ import {
   PACK_BELOW_UTILISATION,
   FleetObservation,
   reportUtilization,
+  workerRunsFromReport,
   type ObservedVariant,
   type ProviderMachine,
 } from "@sloserve/policy";
@@ -370,7 +371,10 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   };
   const reportInput = {
     stateOf: (variant: string, m: Machine): VariantState => {
-      const st = states.get(variant)?.state ?? "active";
+      // (asked for a variant with ready instances on the machine: one the monitor has not seen ready yet is
+      // Active, as an executor marks an instance whose load completed)
+      const monitored = states.get(variant)?.state ?? "active";
+      const st = monitored === "loading" || monitored === "inactive" ? "active" : monitored;
       // (with moves on, a variant is Interfered on the machines where it runs slow: see the header)
       return st === "interfered" && migrateInterfered && !interferedOn(m, variant) ? "active" : st;
     },
@@ -537,6 +541,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   };
 
   const monitorTick = (nowMs: number): void => {
+    // The reports due now come first (the model autoscaler reads them).
+    if (reportDue(nowMs)) report(nowMs);
     // States → selection index.
     const sec = Math.floor(nowMs / 1000) * 1000;
     const loadWindowMs = stateCfg.loadWindowMs ?? DEFAULT_VARIANT_STATE_CONFIG.loadWindowMs;
@@ -589,51 +595,23 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   };
 
   /**
-   * What each machine runs, for the rule: ready and loading replicas per variant, free resources, and
-   * its share of each model's arrivals over the last period (the model's machines share them by ready
-   * capacity, by loading replicas while none is ready).
+   * What each machine runs, for the model autoscaler: its latest report, read as the service reads it
+   * (libs/policy `workerRunsFromReport`: ready and loading instances, arrivals, Interfered, utilisation),
+   * for the machines that report (a booting machine is not seen yet). Its free resources are the
+   * machine's own: the scenarios' machines name resources (cores, GPU memory in GB, slots) that the
+   * live report does not carry.
    */
-  const machineRuns = (nowMs: number): WorkerRuns[] => {
-    const periodMs = opts.modelPeriodMs ?? 1000;
-    const machinesNow = live();
-    const counts = new Map<Machine, Map<string, { ready: number; loading: number }>>();
-    const modelArrivals = new Map<string, number>();
-    const modelWeight = new Map<string, { ready: number; loading: number }>();
-    for (const [name, v] of profiles) {
-      const n = queueOf(name).arrivals.sum(nowMs - periodMs, nowMs);
-      modelArrivals.set(v.model, (modelArrivals.get(v.model) ?? 0) + n);
-    }
-    for (const m of machinesNow) {
-      const byVariant = new Map<string, { ready: number; loading: number }>();
-      for (const r of m.replicas) {
-        if (r.state === "draining" || r.state === "removed") continue;
-        const e = byVariant.get(r.label) ?? { ready: 0, loading: 0 };
-        if (r.state === "ready") e.ready++;
-        else e.loading++;
-        byVariant.set(r.label, e);
-        const v = profileOf(r.label);
-        const w = modelWeight.get(v.model) ?? { ready: 0, loading: 0 };
-        if (r.state === "ready") w.ready += v.peakQps;
-        else w.loading++;
-        modelWeight.set(v.model, w);
-      }
-      counts.set(m, byVariant);
-    }
-    return machinesNow.map((m) => {
-      const byVariant = counts.get(m) ?? new Map<string, { ready: number; loading: number }>();
-      const variants: Record<string, VariantRuns> = {};
-      for (const [name, e] of byVariant) {
-        const v = profileOf(name);
-        const all = modelWeight.get(v.model) ?? { ready: 0, loading: 0 };
-        const share = all.ready > 0 ? (e.ready * v.peakQps) / all.ready : all.loading > 0 ? e.loading / all.loading : 0;
-        const runs: VariantRuns = { ready: e.ready, loading: e.loading, arrivalsQps: ((modelArrivals.get(v.model) ?? 0) * share * 1000) / periodMs };
-        if (migrateInterfered && states.get(name)?.state === "interfered" && interferedOn(m, name)) runs.interfered = true;
-        variants[name] = runs;
-      }
+  const machineRuns = (): WorkerRuns[] => {
+    const out: WorkerRuns[] = [];
+    for (const m of machines) {
+      if (m.state !== "running" || m.failed) continue;
+      const held = fleet.held(m.name);
+      if (!held) continue;
       const free: Record<string, number> = {};
       for (const k of Object.keys(m.resources)) free[k] = m.free(k);
-      return { name: m.name, kind: m.kind, atMs: nowMs, seenAtMs: nowMs, utilisation: utilization(m), free, variants };
-    });
+      out.push({ ...workerRunsFromReport(held.report, held.seenAtMs, observed), free });
+    }
+    return out;
   };
 
   /** Whether a replica of the variant on the machine runs slower than profiled beyond the state machine's margin (see the header). */
@@ -652,7 +630,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   const launchableKinds = Object.keys(templates);
   const modelTick = (nowMs: number): void => {
     // (the optional inputs set after the literal, as for planMachines below)
-    const input: ModelActionsContext = { nowMs, workers: machineRuns(nowMs), catalog: opts.variants, sloMsByModel: opts.sloMsByModel, kindOf, launchableKinds, autoscaler: autoscalerConfig, state: actionState };
+    const input: ModelActionsContext = { nowMs, workers: machineRuns(), catalog: opts.variants, sloMsByModel: opts.sloMsByModel, kindOf, launchableKinds, autoscaler: autoscalerConfig, state: actionState };
     if (!migrateInterfered) input.interference = false;
     if (packBelowUtilisation !== undefined) input.packBelowUtilisation = packBelowUtilisation;
     const res = planModelActions(input);
