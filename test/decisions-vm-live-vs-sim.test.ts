@@ -3,10 +3,11 @@ import { ManualClock, type Hardware } from "@sloserve/contracts";
 import { connectBus, createLogger, type Bus } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { startNats, startRedis, type ServerHandle } from "@sloserve/stack";
-import { toVariantProfile, type MachineDecision, type MachineKind, type MachinePlanConfig, type VariantProfile } from "@sloserve/policy";
+import { toVariantProfile, type MachineDecision, type MachineKind, type MachinePlanConfig, type ModelAction, type VariantProfile } from "@sloserve/policy";
 import type { ProviderEvent, WorkerInstance, WorkerProvider, WorkerSpec } from "@sloserve/providers";
 import { Simulator, installInfaas, type ArrivalProcess, type InfaasTraceEvent, type MachineOptions } from "@sloserve/sim";
 import { VmAutoscalerController } from "../services/vm-autoscaler/src/controller.js";
+import { ModelAutoscalerController } from "../services/model-autoscaler/src/controller.js";
 import { modelRecord, variantRecord } from "../services/model-autoscaler/test/harness.js";
 
 /**
@@ -142,7 +143,7 @@ describe("decisions live vs simulated: the VM autoscaler", () => {
       if (e.type === "worker-report") controller.applyReport(e.report);
       else if (e.type === "arrivals") controller.applyArrivals(e.report);
       else if (e.type === "scale-vm") controller.applyScaleVm(e.request);
-      else {
+      else if (e.type === "vm-tick") {
         const got = await controller.tick();
         // Every decision of the tick, holds included, with its reason.
         expect(got.map(brief), `tick at ${e.atMs / 1000} s`).toEqual(e.decisions.map(brief));
@@ -151,4 +152,37 @@ describe("decisions live vs simulated: the VM autoscaler", () => {
     }
     expect(live).toEqual(simulated);
   });
+
+  it("decisions live vs sim - the model autoscaler's shell, fed the same reports, acts as the simulator's did", async () => {
+    const { events } = simulate();
+    const modelTicks = events.filter((e) => e.type === "model-tick");
+    const acted = modelTicks.flatMap((e) => e.actions.filter((a) => a.kind !== "decision" || a.decision.action !== "hold").map((a) => `t=${e.atMs / 1000} ${act(a)}`));
+    // The premises: it replicated v, asked for machines, and the replacement got v back.
+    expect(acted.some((a) => /add v ×\d+ on cpu-0/.test(a)), acted.join("\n")).toBe(true);
+    expect(acted.some((a) => /escalate v/.test(a)), acted.join("\n")).toBe(true);
+
+    const clock = new ManualClock(0);
+    const catalog = new Catalog(store);
+    await catalog.load();
+    const controller = new ModelAutoscalerController(bus, catalog, log, clock, { launchableKinds: ["cpu"] });
+    const live: string[] = [];
+    for (const e of events) {
+      clock.set(e.atMs);
+      if (e.type === "worker-report") controller.applyReport(e.report);
+      else if (e.type === "arrivals") controller.applyArrivals(e.report);
+      else if (e.type === "model-tick") {
+        const got = await controller.tick();
+        // Every action of the tick, holds included, with its reason.
+        expect(got.map(act), `model tick at ${e.atMs / 1000} s`).toEqual(e.actions.map(act));
+        live.push(...got.filter((a) => a.kind !== "decision" || a.decision.action !== "hold").map((a) => `t=${e.atMs / 1000} ${act(a)}`));
+      }
+    }
+    expect(live).toEqual(acted);
+  });
 });
+
+/** One model-autoscaler action in words: what, where, and why. */
+function act(a: ModelAction): string {
+  if (a.kind === "decision") return `decision on ${a.worker}: ${JSON.stringify(a.decision)}`;
+  return `${a.kind} ${a.variant} ×${a.count} on ${a.worker}: ${a.reason}`;
+}

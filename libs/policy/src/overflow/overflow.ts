@@ -188,9 +188,10 @@ export interface BatchInService {
  * left of the batches in service, in queries (a batch of b that is a third done counts 2b/3). Without
  * the second term a query that arrives while every replica has just started a batch is estimated at
  * Wbatch + T(Nbatch), though it cannot start before one of them ends; with the whole batches counted
- * it is charged a full T(Nbatch) more even when they are about to end. The simulator knows its batches
- * exactly; the live dispatcher's backlog estimate ({@link drainBacklog}) keeps each query it queued
- * until μ* has drained it, so it counts the queries in service the same way, as a fluid.
+ * it is charged a full T(Nbatch) more even when they are about to end. Only a caller that knows the
+ * batches in service can use it; the dispatchers, live and simulated, use their backlog estimate
+ * ({@link drainBacklog}), which keeps each query they queued until μ* has drained it, counting the
+ * queries in service the same way, as a fluid.
  */
 export function queueAheadOf(waiting: number, inService: Iterable<BatchInService>, nowMs: number): number {
   let ahead = waiting;

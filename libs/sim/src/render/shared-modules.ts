@@ -91,7 +91,7 @@ const ROWS: Row[] = [
     modules: ["overflow/overflow.ts", "overflow/overflow-prewarm.ts"],
     decides: "MArk: serverless overflow per query (the estimate's input from what the caller sees, `overflowInputFor`; `decideOverflow`; the backlog estimate), pre-warming on a capacity loss or a forecast surge",
     service: "dispatcher (dispatch.ts, overflow.ts: per query, and pre-warming on a lost heartbeat, a spot notice, a forecast)",
-    simulator: "systems/infaas.ts (`overflowInputFor` + `decideOverflow` per arrival, from the ready replicas; queue ahead as the live dispatcher reads it, `drainBacklog`); scenarios/mark-system.ts (the same decision; its queue ahead still the exact one, queue-ahead.ts `queueAheadOf`)",
+    simulator: "systems/infaas.ts (`overflowInputFor` + `decideOverflow` per arrival, from the ready replicas; queue ahead as the live dispatcher reads it, `drainBacklog`); scenarios/mark-system.ts (the same decision and the same queue-ahead estimate)",
   },
   {
     modules: ["overflow/function-pool.ts"],

@@ -10,8 +10,8 @@
  *   with: MArk §4.3); queries that can no longer meet their deadline when a
  *   batch starts are shed to Lambda (the engine's `shedLate`);
  * - per query on arrival, overflow.ts decides local vs Lambda (queue ahead / μ* + Wbatch + T(b) against
- *   the SLO: MArk §4.1's Bouncer; the queue ahead counts the work left of the running batches,
- *   `queueAheadOf`), its input mapped from the ready replicas by `overflowInputFor`, the
+ *   the SLO: MArk §4.1's Bouncer; the queue ahead is the live dispatcher's backlog estimate,
+ *   `drainBacklog`), its input mapped from the ready replicas by `overflowInputFor`, the
  *   mapping the live dispatcher uses;
  * - every minute: the per-minute max arrival rate (5 s samples, forecast.ts) is appended to the lane's
  *   history, the run's predictor from the registry the live forecaster uses (predictors.ts; `auto` by
@@ -40,7 +40,7 @@
  * included), Lambda per request and GB-second.
  */
 import {
-  builtinPredictor, chooseMarket, createRng, decideOverflow, INSTANCE_PRICES, spotCostDollars, overflowInputFor, initialProvisioningState, initialSloMonitorState,
+  builtinPredictor, chooseMarket, createRng, decideOverflow, drainBacklog, serviceRateOf, type BacklogEstimate, INSTANCE_PRICES, spotCostDollars, overflowInputFor, initialProvisioningState, initialSloMonitorState,
   initialTargetTrackingState, interpolateBatchLatency, maxRatePerUnit, observeRequests, planProvisioning,
   pricePerSecond, sampleExponential, samplePoisson, sloMonitorTick, targetTracking, tunedBatching,
   type BatchTuning, type ForecastPlanState, type InstanceTypeSpec, type OverflowCapacity, type Predictor, type ProvisioningState, type SloMonitorState,
@@ -48,7 +48,6 @@ import {
 } from "@sloserve/policy";
 import { Simulator, drop, type Machine, type Query, type Queue, type SimResult } from "../engine.js";
 import { MARK_BATCHING, MARK_CAPACITIES, MARK_TABLE2 } from "../hardware.js";
-import { queueAhead } from "../queue-ahead.js";
 import { traceArrivals, type RateSchedule } from "@sloserve/policy";
 
 export type MarkSystem = "sagemaker-2x" | "mark-ondemand" | "mark-spot" | "combined";
@@ -215,6 +214,8 @@ interface Lane {
   model: MarkModel;
   queue: Queue;
   lambda: ReturnType<Simulator["addFunctionPool"]>;
+  /** The dispatcher's backlog estimate of this lane's queue (the overflow rule's queue ahead). */
+  backlog?: BacklogEstimate;
   batching: Record<string, BatchTuning>;
   types: InstanceTypeSpec[];
   fleet: Fleet[];
@@ -350,8 +351,16 @@ export function runMark(input: MarkRunInput): MarkRunResult {
       while (lane.perSecond.length <= s) lane.perSecond.push(0);
       lane.perSecond[s]!++;
       if (sagemaker) return lane.queue;
-      const d = decideOverflow(overflowInputFor({ serving: readyCapacity(lane), queueAhead: queueAhead(lane.queue, q.arrivalMs), nowMs: q.arrivalMs, deadlineMs: q.arrivalMs + q.sloMs }));
-      if (d.action === "local") return lane.queue;
+      // Queue ahead as the live dispatcher reads it: its backlog estimate (libs/policy drainBacklog).
+      const serving = readyCapacity(lane);
+      const backlog = drainBacklog(lane.backlog, q.arrivalMs, serviceRateOf(serving));
+      const d = decideOverflow(overflowInputFor({ serving, queueAhead: backlog.queries, nowMs: q.arrivalMs, deadlineMs: q.arrivalMs + q.sloMs }));
+      if (d.action === "local") {
+        backlog.queries++;
+        lane.backlog = backlog;
+        return lane.queue;
+      }
+      lane.backlog = backlog;
       toLambda++;
       minuteOf(q).toLambda++;
       return lane.lambda;

@@ -97,6 +97,7 @@ import {
   FleetObservation,
   reportUtilization,
   workerRunsFromReport,
+  WORKER_STALE_MS,
   type ObservedVariant,
   type ProviderMachine,
 } from "@sloserve/policy";
@@ -195,7 +196,8 @@ export type InfaasTraceEvent =
   | { type: "worker-report"; atMs: number; report: WorkerReport }
   | { type: "arrivals"; atMs: number; report: ArrivalsReport }
   | { type: "scale-vm"; atMs: number; request: ScaleVmRequest }
-  | { type: "vm-tick"; atMs: number; decisions: readonly MachineDecision[] };
+  | { type: "vm-tick"; atMs: number; decisions: readonly MachineDecision[] }
+  | { type: "model-tick"; atMs: number; actions: readonly ModelAction[] };
 
 export interface DecisionLogEntry {
   tMs: number;
@@ -601,12 +603,12 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
    * machine's own: the scenarios' machines name resources (cores, GPU memory in GB, slots) that the
    * live report does not carry.
    */
-  const machineRuns = (): WorkerRuns[] => {
+  const machineRuns = (nowMs: number): WorkerRuns[] => {
     const out: WorkerRuns[] = [];
     for (const m of machines) {
-      if (m.state !== "running" || m.failed) continue;
+      // (a machine that stopped reporting is seen until its report is stale, as the service sees it)
       const held = fleet.held(m.name);
-      if (!held) continue;
+      if (!held || nowMs - held.seenAtMs > WORKER_STALE_MS) continue;
       const free: Record<string, number> = {};
       for (const k of Object.keys(m.resources)) free[k] = m.free(k);
       out.push({ ...workerRunsFromReport(held.report, held.seenAtMs, observed), free });
@@ -630,11 +632,12 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   const launchableKinds = Object.keys(templates);
   const modelTick = (nowMs: number): void => {
     // (the optional inputs set after the literal, as for planMachines below)
-    const input: ModelActionsContext = { nowMs, workers: machineRuns(), catalog: opts.variants, sloMsByModel: opts.sloMsByModel, kindOf, launchableKinds, autoscaler: autoscalerConfig, state: actionState };
+    const input: ModelActionsContext = { nowMs, workers: machineRuns(nowMs), catalog: opts.variants, sloMsByModel: opts.sloMsByModel, kindOf, launchableKinds, autoscaler: autoscalerConfig, state: actionState };
     if (!migrateInterfered) input.interference = false;
     if (packBelowUtilisation !== undefined) input.packBelowUtilisation = packBelowUtilisation;
     const res = planModelActions(input);
     actionState = res.state;
+    opts.trace?.({ type: "model-tick", atMs: nowMs, actions: res.actions });
     for (const a of res.actions) carryOut(a);
   };
 
@@ -648,13 +651,14 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       }
       case "add": {
         // (placed counting what its swaps free: loaded as the executor loads, see loadOnCommand)
+        // (a command to a machine that died is lost, as one to a dead worker)
         const m = machineNamed(a.worker);
-        if (m) for (let i = 0; i < a.count; i++) loadOnCommand(profileOf(a.variant), m);
+        if (m && !m.failed) for (let i = 0; i < a.count; i++) loadOnCommand(profileOf(a.variant), m);
         break;
       }
       case "unload": {
         const m = machineNamed(a.worker);
-        if (m) removeInstances(m, a.variant, a.count, a.oldest === true);
+        if (m && !m.failed) removeInstances(m, a.variant, a.count, a.oldest === true);
         break;
       }
       case "escalate":
