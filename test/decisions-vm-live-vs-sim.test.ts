@@ -11,7 +11,7 @@ import { ModelAutoscalerController } from "../services/model-autoscaler/src/cont
 import { modelRecord, variantRecord } from "../services/model-autoscaler/test/harness.js";
 
 /**
- * The VM autoscaler, live and simulated, on one stream of worker reports: the simulator's INFaaS system
+ * The VM autoscaler and the model autoscaler, live and simulated, on one stream of worker reports: the simulator's INFaaS system
  * runs a short trace with a burst, a boot and a worker death; its machines send the contract's worker
  * reports and its dispatcher the arrivals reports (libs/sim worker-report.ts), which its VM autoscaler
  * reads through libs/policy `FleetObservation`; its dispatcher and model autoscaler ask for machines with
@@ -19,7 +19,8 @@ import { modelRecord, variantRecord } from "../services/model-autoscaler/test/ha
  * into the vm-autoscaler service's shell (its controller, a manual clock, a real nats-server and
  * redis-server, a provider that names the machines it launches as the simulator does) and ticks it
  * where the simulator ticked: every decision, holds included, must be the same, with the same reasons,
- * in the same order.
+ * in the same order. The model autoscaler's shell (its controller, the same servers and clock) is fed
+ * the same stream and ticked at the simulator's model ticks: every action the same.
  *
  * The trace: one stack worker (cpu-0, 2 threads, unmanaged) runs v ×1 (one thread, 50 ms a query, 20
  * q/s at most). 8 q/s for 10 s, then 45 q/s, more than the worker's two threads serve: the VM
