@@ -95,7 +95,10 @@ async function underLoad(runMs: number, fault: (sent: number) => boolean, onOutc
 describe("e2e faults", () => {
   it("fault - an executor SIGKILLed mid-batch: its queries are redelivered to the other replica, none fails", async () => {
     const tally = new Tally();
-    for (let k = 0; k < (CHAOS ? 3 : 1); k++) {
+    // The premise of a round: its kill caught queries in flight. A kill that lands while the victim holds
+    // none (its pulls between two deliveries) proves nothing: another round, with a fresh worker, up to 3.
+    let caught = 0;
+    for (let k = 0; k < (CHAOS ? 3 : 1) || (caught === 0 && k < 3); k++) {
       if (k > 0) {
         // A fresh worker for the next round (the vm-autoscaler also replaces the lost one, after its heartbeat timeout).
         await stack.startService("executor-cpu", { WORKER_THREADS: "1" });
@@ -125,14 +128,17 @@ describe("e2e faults", () => {
           if (by.deliveries > 1) redelivered++;
         },
       );
-      // The kill caught queries in flight, and JetStream redelivered them.
-      expect(redelivered, `no query was redelivered: the kill caught none in flight (${JSON.stringify(round.tally.summary())})`).toBeGreaterThan(0);
+      // The kill caught queries in flight, and JetStream redelivered them (every round under CHAOS).
+      if (CHAOS) expect(redelivered, `no query was redelivered: the kill caught none in flight (${JSON.stringify(round.tally.summary())})`).toBeGreaterThan(0);
+      if (redelivered > 0) caught++;
+      else console.log(`round ${k + 1}: the kill caught no query in flight (${JSON.stringify(round.tally.summary())}); another round with a fresh worker`);
       tally.sent += round.tally.sent;
       tally.answered += round.tally.answered;
       tally.hung += round.tally.hung;
       for (const [k2, v] of round.tally.failures) tally.failures.set(k2, (tally.failures.get(k2) ?? 0) + v);
       tally.latencies.push(...round.tally.latencies);
     }
+    expect(caught, "no round's kill caught a query in flight (nothing was redelivered)").toBeGreaterThan(0);
     console.log(JSON.stringify({ fault: "executor SIGKILL", rate, ...tally.summary(), maxMs: Math.round(Math.max(...tally.latencies)) }));
     expect(tally.summary()).toEqual({ sent: tally.sent, answered: tally.sent, failed: 0, hung: 0, failures: {} });
     expect(Math.max(...tally.latencies)).toBeLessThan(DEADLINE_MS);
