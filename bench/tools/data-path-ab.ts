@@ -1,7 +1,7 @@
 /**
- * Run by hand, not part of `npm run bench` (issue 14): saturated throughput (closed loop, 32 clients),
+ * Run by hand, not part of `npm run bench`: saturated throughput (closed loop, 32 clients),
  * CPU per query of every process and the low-load p50 over HTTP JSON, HTTP binary and NATS, for one or
- * more copies of the tree side by side in one run (an A/B: ROOTS=/work/main,/tmp/copy-before; each root
+ * more copies of the tree side by side in one run (an A/B: ROOTS=.,/tmp/copy-before; each root
  * gets its own stack, started from its own sources, the variant `<model>--cpu-fp32-b8-t1` pinned).
  * Usage: [MODEL=small|rec] [ROOTS=a,b] [REPS=3] [ONLY=http,http-bin,nats] [PROFILE_DIR=dir]
  *        npx tsx bench/tools/data-path-ab.ts [seconds per load window] [low-load rounds]
