@@ -4,6 +4,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
+// The folder beside the repository and the machine's work root, spelt in parts so that this file does not name them itself.
+const OUTSIDE_SHARED = ["..", "shared", ""].join("/");
+const MACHINE_ROOT = ["", "work", ""].join("/");
+
 /**
  * The Markdown documents: every relative link leads to a file or folder of the repository, the README
  * and the architecture page stay short, and no document carries work logs or paths from outside the
@@ -113,9 +117,8 @@ describe("Markdown documents", () => {
   it("carry no work logs and no paths from outside the repository", () => {
     const rules: Array<{ what: string; test: (line: string) => boolean }> = [
       { what: "a work session", test: (line) => /\b[Ss]ession [0-9]+|\([Ss]ession/.test(line) },
-      // (the two paths spelt in parts, so that this file does not name them itself)
-      { what: "../shared/", test: (line) => line.includes(["..", "shared", ""].join("/")) },
-      { what: "/work/", test: (line) => line.includes(["", "work", ""].join("/")) },
+      { what: OUTSIDE_SHARED, test: (line) => line.includes(OUTSIDE_SHARED) },
+      { what: MACHINE_ROOT, test: (line) => line.includes(MACHINE_ROOT) },
     ];
     const found: string[] = [];
     for (const file of files) {

@@ -295,7 +295,7 @@ export class OnnxRunner {
    * One move at a time: a call while one is under way waits for it (and then moves if still needed).
    */
   async moveTo(where: SessionThread): Promise<void> {
-    while (this.moving) await this.moving.catch(() => undefined);
+    await this.moveSettled();
     if (where === this.slot.thread || this.released) return;
     const bytes = this.bytes;
     if (!bytes) throw new Error("this runner was loaded without `movable`: its session cannot move");
@@ -311,9 +311,23 @@ export class OnnxRunner {
     await this.moving;
   }
 
+  /**
+   * Waits until no move is under way. A move's failure is reported to the caller that started it (it
+   * awaits the move); one that only waits for the session to be settled goes on with the slot as it is.
+   */
+  private async moveSettled(): Promise<void> {
+    while (this.moving) {
+      try {
+        await this.moving;
+      } catch {
+        // (reported to the mover, see above)
+      }
+    }
+  }
+
   async release(): Promise<void> {
     this.released = true;
-    while (this.moving) await this.moving.catch(() => undefined);
+    await this.moveSettled();
     await this.slot.release();
   }
 

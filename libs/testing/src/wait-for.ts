@@ -31,7 +31,12 @@ export async function waitFor<T>(what: string, condition: () => T | Promise<T>, 
     const attempt = (async () => condition())();
     const outcome = await settleBefore(attempt, deadline);
     if (outcome === undefined) {
-      attempt.catch(() => undefined); // abandoned: its late rejection is not an unhandled one
+      // Abandoned: a late rejection is the last try's, already past its deadline; it is kept off the
+      // process's unhandled rejections, and the timeout below says the try had not finished.
+      attempt.then(
+        () => {},
+        () => {},
+      );
       throw timeoutError(what, timeoutMs, tries, `the last try had not finished${last ? `; the one before ${describe(last)}` : ""}`, last, options.detail);
     }
     if ("value" in outcome && outcome.value) return outcome.value as Truthy<T>;
