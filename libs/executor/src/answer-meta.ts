@@ -1,10 +1,11 @@
 /**
  * The fields of the executor's answers (beside the outputs: in the binary encoding's meta, or the
  * JSON answer's top level): model_name, model_version, id, served_by, timing_ms, cost_dollars, in
- * that order. Serialised in pieces (issue 14: serialising the whole object per answer was 5-8% of the
- * executor's CPU on the tiny model): what every answer of a batch shares once per batch, each
- * answer's own values (id, deliveries, queue, batch_wait, total) per answer. The JSON is the same,
- * byte for byte, as JSON.stringify of the object (libs/executor/test/answer-meta.test.ts).
+ * that order (served_by.backend only in an emulated engine's answers). Serialised in pieces (issue
+ * 14: serialising the whole object per answer was 5-8% of the executor's CPU on the tiny model): what
+ * every answer of a batch shares once per batch, each answer's own values (id, deliveries, queue,
+ * batch_wait, total) per answer. The JSON is the same, byte for byte, as JSON.stringify of the object
+ * (libs/executor/test/answer-meta.test.ts).
  */
 
 export interface BatchFacts {
@@ -18,6 +19,8 @@ export interface BatchFacts {
   /** The batch's run, ms (timing_ms.inference). */
   inferenceMs: number;
   costDollars: number;
+  /** "emulated" for an emulated engine's answers (served_by.backend, after batch_size); undefined: left out. */
+  backend?: string;
 }
 
 /** An answer's own timings, ms (timing_ms.inference is the batch's: {@link BatchFacts.inferenceMs}). */
@@ -34,7 +37,7 @@ const num = (n: number): string => (Number.isFinite(n) ? String(n) : "null");
 export function batchAnswerFields(facts: BatchFacts): (id: string | undefined, deliveries: number, timing: AnswerTiming) => string {
   const head = `{"model_name":${JSON.stringify(facts.model)},"model_version":"1"`;
   // served_by up to its last field (deliveries, each answer's own); its object is never empty.
-  const servedBy = `,"served_by":${JSON.stringify({ model: facts.model, variant: facts.variant, hardware: facts.hardware, accuracy: facts.accuracy, worker: facts.worker, batch_size: facts.batchSize }).slice(0, -1)},"deliveries":`;
+  const servedBy = `,"served_by":${JSON.stringify({ model: facts.model, variant: facts.variant, hardware: facts.hardware, accuracy: facts.accuracy, worker: facts.worker, batch_size: facts.batchSize, backend: facts.backend }).slice(0, -1)},"deliveries":`;
   const inference = `,"inference":${num(facts.inferenceMs)},"total":`;
   const cost = `},"cost_dollars":${num(facts.costDollars)}}`;
   return (id, deliveries, timing) =>

@@ -1,8 +1,9 @@
-import type { HardwareSettings, Tensor } from "@sloserve/contracts";
+import type { HardwareSettings, Tensor, TensorSpec, VariantProfile } from "@sloserve/contracts";
 
 /**
  * What an executor needs from an inference engine. executor-cpu uses onnxruntime's CPU provider,
- * executor-gpu the CUDA provider, executor-inferentia a remote Open Inference Protocol server.
+ * executor-gpu the CUDA provider, executor-inferentia a remote Open Inference Protocol server; any of
+ * them the emulated engine with `BACKEND=emulated` (emulated-backend.ts).
  */
 export interface ModelBackend {
   /**
@@ -19,6 +20,12 @@ export interface ModelBackend {
   health?(): Promise<BackendHealth>;
   /** Why the engine's thread runs without the priority it asked for (onnxBackend's `inferenceNice`); absent when it has it or asked none. */
   priorityRefused?: string;
+  /**
+   * An emulated engine (emulated-backend.ts): its outputs are zeros, its answers say
+   * `"backend":"emulated"` in `served_by`, and the profiler records `accuracy` (its calibration's;
+   * absent: the variant's earlier accuracy) instead of measuring it.
+   */
+  emulated?: { accuracy?: number };
 }
 
 export type BackendHealth = { ok: true } | { ok: false; reason: string };
@@ -39,6 +46,10 @@ export interface BackendLoadOptions {
    * engine-thread.ts).
    */
   maxBatch?: number;
+  /** The model's output signature (its registered record); an emulated engine answers zeros of it. */
+  outputs?: readonly TensorSpec[];
+  /** The variant's profile as the worker knows it at load (null: not profiled yet); an emulated engine draws its latencies from it. */
+  profile?: VariantProfile | null;
 }
 
 export interface BackendFactory {

@@ -4,3 +4,5 @@ export * from "./worker.js";
 export * from "./onnx-backend.js";
 export * from "./profiler.js";
 export * from "./metrics.js";
+export * from "./emulated-backend.js";
+export * from "./emulated-latency.js";

@@ -446,7 +446,7 @@ export class VariantInstance {
     m?.batchSize.observe(live.length);
     const inferenceMs = Math.round(runMs * 1000) / 1000;
     const v = this.variant;
-    const answerFields = batchAnswerFields({ model: v.model, variant: v.name, hardware: this.worker.hardware, accuracy: v.accuracy, worker: this.worker.id, batchSize: live.length, inferenceMs, costDollars: (this.pricePerS * runMs) / 1000 / live.length });
+    const answerFields = batchAnswerFields({ model: v.model, variant: v.name, hardware: this.worker.hardware, accuracy: v.accuracy, worker: this.worker.id, batchSize: live.length, inferenceMs, costDollars: (this.pricePerS * runMs) / 1000 / live.length, ...(this.backend.emulated ? { backend: "emulated" } : {}) });
     live.forEach((l, i) => {
       const out = outputs[i];
       const h = l.p.headers;

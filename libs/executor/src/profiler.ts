@@ -157,7 +157,7 @@ export async function runProfile(job: ProfileJob, deps: ProfileDeps): Promise<Va
   const t0 = performance.now();
   const bytes = await bus.models.getBlob(job.object);
   if (!bytes) throw new Error(`binary ${job.object} is missing from the repository`);
-  const backend = await backends.load(bytes, { threads: job.threads, model: job.model, quantization: job.quantization, variant: job.variants[0] ?? job.model, ...(job.settings ? { settings: job.settings } : {}) });
+  const backend = await backends.load(bytes, { threads: job.threads, model: job.model, quantization: job.quantization, variant: job.variants[0] ?? job.model, ...(job.settings ? { settings: job.settings } : {}), outputs: model.outputs, profile: variants[0]?.profile ?? null });
   const loadLatencyMs = performance.now() - t0;
   step++;
   progress("step", `loaded in ${loadLatencyMs.toFixed(0)} ms`);
@@ -175,7 +175,12 @@ export async function runProfile(job: ProfileJob, deps: ProfileDeps): Promise<Va
       base.peakRss = Math.max(base.peakRss, measured.peakRss);
     }
     const { latencyMs, latencyP99Ms, sampleShape, peakRss } = base;
-    const accuracy = validation ? await accuracyOf(backend, model, validation, 64) : null;
+    // An emulated engine answers zeros: its calibration's accuracy, or the variants' earlier one, stands for a measure.
+    const accuracy = backend.emulated
+      ? (backend.emulated.accuracy ?? variants.find((v) => v.accuracy !== null)?.accuracy ?? null)
+      : validation
+        ? await accuracyOf(backend, model, validation, 64)
+        : null;
     step = steps;
     const profiledAtMs = clock.now();
     const memoryBytes = Math.max(0, peakRss - rssBefore);

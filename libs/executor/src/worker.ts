@@ -267,10 +267,19 @@ export class Worker {
     let pending = count;
     this.reserve(variant, pending);
     try {
-      const bytes = await this.bus.models.getBlob(variant.object);
+      const [bytes, model] = await Promise.all([this.bus.models.getBlob(variant.object), this.store.getModel(variant.model)]);
       if (!bytes) throw new Error(`model binary ${variant.object} is missing from the repository`);
       for (let i = 0; i < count; i++) {
-        const backend = await this.backends.load(bytes, { threads: variant.threads, model: variant.model, quantization: variant.quantization, variant: variant.name, maxBatch: variant.maxBatch, ...(variant.settings ? { settings: variant.settings } : {}) });
+        const backend = await this.backends.load(bytes, {
+          threads: variant.threads,
+          model: variant.model,
+          quantization: variant.quantization,
+          variant: variant.name,
+          maxBatch: variant.maxBatch,
+          ...(variant.settings ? { settings: variant.settings } : {}),
+          ...(model ? { outputs: model.outputs } : {}),
+          profile: this.profiledRecords.get(variant.name)?.profile ?? variant.profile,
+        });
         if (this.stopping) {
           // Stopped while this session loaded: it would pull queries from a worker that is leaving.
           await backend.release().catch((err: unknown) => this.log.warn({ err, variant: variant.name }, "while stopping: releasing a session loaded after the stop failed"));

@@ -26,7 +26,7 @@ export function configurationMarkdown(): string {
     out.push(`## ${service}`, "", own ? summary : `${summary} Beside the common settings:`, "", "| variable | default | meaning |", "|---|---|---|");
     for (const r of settingRows(schema)) {
       if (!own && common.has(r.name)) continue;
-      const d = r.required ? "**required**" : r.default === "" || r.default === "unset" ? "" : /^[-\w.,:/"%]+$/.test(r.default) ? `\`${r.default}\`` : `*${cell(r.default)}*`;
+      const d = r.required ? "**required**" : r.default === "" || r.default === "unset" ? "" : /^[-\w.,:/"%+]+$/.test(r.default) ? `\`${r.default}\`` : `*${cell(r.default)}*`;
       out.push(`| \`${r.name}\` | ${d} | ${cell(r.description)} |`);
     }
     out.push("");

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { commonEnvSchema } from "@sloserve/contracts";
 import { defaultWorkerMemoryMb } from "./machine.js";
+import { backendDescription, emulationSettings } from "./emulation.js";
 
 /** A GPU executor's settings (services/executor-gpu): the GPU it offers, CUDA and TensorRT. */
 export const executorGpuSettings = commonEnvSchema.extend({
@@ -11,5 +12,7 @@ export const executorGpuSettings = commonEnvSchema.extend({
   TENSORRT_PRECISION: z.enum(["fp32", "fp16", "int8", "none"]).default("fp16").describe("Precision of the TensorRT engines this worker builds for TensorRT variants (onnxruntime-node sets it per process, libs/policy hardware-settings.ts); `none`: no TensorRT variants here."),
   GPU_DEVICE_ID: z.coerce.number().int().min(0).default(0).describe("CUDA device."),
   WORKER_MEMORY_MB: z.coerce.number().int().min(64).default(defaultWorkerMemoryMb()).meta({ description: "Host memory offered to variant instances, MiB.", defaultText: "80% of the machine's memory" }),
+  BACKEND: z.enum(["onnx", "emulated"]).default("onnx").describe(backendDescription("onnx", "onnxruntime's CUDA and TensorRT providers")),
+  ...emulationSettings,
 });
 export type ExecutorGpuSettings = z.infer<typeof executorGpuSettings>;

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { commonEnvSchema } from "@sloserve/contracts";
 import { defaultWorkerMemoryMb } from "./machine.js";
+import { backendDescription, emulationSettings } from "./emulation.js";
 
 /** `model=name,model:int8=name,model:nc4=name` → { model: name, "model:int8": name, "model:nc4": name }. */
 export const modelMap = z
@@ -30,6 +31,8 @@ export const executorInferentiaSettings = commonEnvSchema.extend({
   WORKER_SLOTS: z.coerce.number().int().min(1).default(4).describe("Variant instances the server takes at once."),
   ACCELERATORS: z.coerce.number().int().min(1).default(4).describe("NeuronCores this worker offers (inf1.xlarge: 4); each instance of a variant holds the NeuronCores it is compiled for (settings.neuronCores, 1 by default)."),
   WORKER_MEMORY_MB: z.coerce.number().int().min(64).default(defaultWorkerMemoryMb()).meta({ description: "Host memory offered to variant instances, MiB.", defaultText: "80% of the machine's memory" }),
+  BACKEND: z.enum(["neuron", "emulated"]).default("neuron").describe(backendDescription("neuron", "the Neuron-backed server at NEURON_SERVER")),
+  ...emulationSettings,
 });
 
 

@@ -11,6 +11,7 @@ export * from "./model-autoscaler.js";
 export * from "./registrar.js";
 export * from "./vm-autoscaler.js";
 export * from "./machine.js";
+export * from "./emulation.js";
 export * from "./document.js";
 export * from "./catalog.js";
 export * from "./configuration-doc.js";

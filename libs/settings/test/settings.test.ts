@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { compileOptions } from "@sloserve/contracts";
 import { DEFAULT_MACHINE_PLAN_CONFIG, DEFAULT_MODEL_AUTOSCALER_CONFIG, LIVE_READING_TICKS } from "@sloserve/policy";
-import { SERVICE_SETTINGS, configurationMarkdown, dispatcherSettings, settingRows, vmAutoscalerSettings, modelAutoscalerSettings } from "../src/index.js";
+import { SERVICE_SETTINGS, configurationMarkdown, dispatcherSettings, executorCpuSettings, executorGpuSettings, executorInferentiaSettings, settingRows, vmAutoscalerSettings, modelAutoscalerSettings } from "../src/index.js";
 
 describe("settings", () => {
   it("settings - docs/CONFIGURATION.md is what the schemas generate (npm run docs:config)", () => {
@@ -34,6 +34,17 @@ describe("settings", () => {
     expect(rows.get("COOLDOWN_MS")).toMatchObject({ default: String(DEFAULT_MACHINE_PLAN_CONFIG.cooldownMs) });
     expect(rows.get("BOOT_TIME_MS")?.default).toMatch(/BOOT_DELAY_MS \+ 5 s/);
     expect(rows.get("EC2_IMAGE")).toMatchObject({ default: "", required: false });
+  });
+
+  it("settings - the executors' engine: their own by default, emulated on request, with its fallback latency", () => {
+    expect(compileOptions(executorCpuSettings, {})).toMatchObject({ BACKEND: "onnx", EMULATED_LATENCY_MS: { batchMs: 5, itemMs: 1 } });
+    expect(compileOptions(executorGpuSettings, {}).BACKEND).toBe("onnx");
+    expect(compileOptions(executorInferentiaSettings, {}).BACKEND).toBe("neuron");
+    expect(compileOptions(executorInferentiaSettings, { BACKEND: "emulated", EMULATED_LATENCY_MS: "8" })).toMatchObject({ BACKEND: "emulated", EMULATED_LATENCY_MS: { batchMs: 8, itemMs: 0 } });
+    expect(compileOptions(executorGpuSettings, { EMULATED_LATENCY_MS: "2.5 + 0.5" }).EMULATED_LATENCY_MS).toEqual({ batchMs: 2.5, itemMs: 0.5 });
+    expect(() => compileOptions(executorCpuSettings, { EMULATED_LATENCY_MS: "5ms" }, "executor-cpu")).toThrow(/EMULATED_LATENCY_MS/);
+    expect(() => compileOptions(executorCpuSettings, { BACKEND: "neuron" }, "executor-cpu")).toThrow(/BACKEND/);
+    expect(compileOptions(vmAutoscalerSettings, {}).LOCAL_WORKER_BACKEND).toBe("native");
   });
 
   it("settings - a bad value names the variable and the problem", () => {

@@ -5,10 +5,14 @@ import { compileOptions } from "@sloserve/contracts";
 import { executorCpuSettings } from "@sloserve/settings";
 import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
-import { ExecutorMetrics, Worker, onnxBackend } from "@sloserve/executor";
+import { ExecutorMetrics, Worker, emulatedBackend, onnxBackend, readEmulationCalibration } from "@sloserve/executor";
 import { startServiceMetrics } from "@sloserve/metrics";
 
-/** executor-cpu: a worker that runs variants on onnxruntime's CPU execution provider. */
+/**
+ * executor-cpu: a worker that runs variants on onnxruntime's CPU execution provider; with
+ * BACKEND=emulated it serves them by their latency distributions instead (libs/executor
+ * emulated-backend.ts: answers are zeros, for fleet-scale runs of the control plane only).
+ */
 const envSchema = executorCpuSettings;
 
 await runService("executor-cpu", process.env, async (log) => {
@@ -17,10 +21,15 @@ await runService("executor-cpu", process.env, async (log) => {
   const bus = await connectBus({ servers: options.NATS_URL, name: `executor-cpu ${id}`, log, replicas: options.JS_REPLICAS });
   const store = MetadataStore.connect(options.REDIS_URL);
   const metrics = await startServiceMetrics(options, log);
-  const worker = new Worker(bus, store, onnxBackend("cpu", ["cpu"]), { id, threads: options.WORKER_THREADS, memoryBytes: options.WORKER_MEMORY_MB * 1048576, metrics: new ExecutorMetrics(metrics.registry) }, log.child({ worker: id }), systemClock);
+  const emulated = options.BACKEND === "emulated";
+  if (emulated) log.warn({ backend: "emulated" }, "emulated engine: variants are served by their latency distributions and answer zeros (never for real queries)");
+  const backend = emulated
+    ? emulatedBackend("cpu", { fallback: options.EMULATED_LATENCY_MS, ...(options.EMULATED_CALIBRATION ? { calibration: readEmulationCalibration(options.EMULATED_CALIBRATION) } : {}) })
+    : onnxBackend("cpu", ["cpu"]);
+  const worker = new Worker(bus, store, backend, { id, threads: options.WORKER_THREADS, memoryBytes: options.WORKER_MEMORY_MB * 1048576, metrics: new ExecutorMetrics(metrics.registry) }, log.child({ worker: id }), systemClock);
   await worker.start();
   return {
-    info: { worker: id, threads: options.WORKER_THREADS, memoryMb: options.WORKER_MEMORY_MB, metricsPort: metrics.port },
+    info: { worker: id, backend: options.BACKEND, threads: options.WORKER_THREADS, memoryMb: options.WORKER_MEMORY_MB, metricsPort: metrics.port },
     async stop() {
       await worker.stop();
       await metrics.close();

@@ -98,6 +98,8 @@ await runService("vm-autoscaler", process.env, async (log) => {
     // Local workers share this host and inherit this environment: they would all ask for our METRICS_PORT.
     // Their figures reach Prometheus through the model autoscaler's sloserve_cluster_* (their reports).
     if (o.PROVIDER === "local") env.METRICS_PORT = "0";
+    // Emulated engines (libs/executor emulated-backend.ts): a fleet of any kind on this machine.
+    if (o.PROVIDER === "local" && o.LOCAL_WORKER_BACKEND === "emulated") env.BACKEND = "emulated";
     kindEnv[k] = env;
     const spot = o.SPOT_KINDS.includes(k);
     const memoryBytes = o.WORKER_MEMORY_MB ? o.WORKER_MEMORY_MB * 1048576 : Infinity;
@@ -137,7 +139,7 @@ await runService("vm-autoscaler", process.env, async (log) => {
   const costTimer = setInterval(() => void controller.publishCosts().catch((err: unknown) => log.warn({ err }, "publishing the cost summary failed")), o.COST_EVERY_MS);
 
   return {
-    info: { provider: provider.name, kinds: o.LAUNCH_KINDS, metricsPort: served.port, bootMs, minWorkers: o.MIN_WORKERS, maxWorkers: o.MAX_WORKERS },
+    info: { provider: provider.name, kinds: o.LAUNCH_KINDS, ...(o.PROVIDER === "local" ? { workerBackend: o.LOCAL_WORKER_BACKEND } : {}), metricsPort: served.port, bootMs, minWorkers: o.MIN_WORKERS, maxWorkers: o.MAX_WORKERS },
     async stop() {
       clearInterval(timer);
       clearInterval(costTimer);
