@@ -50,7 +50,12 @@ export interface MachineOptions {
   pricePerS: number;
   /** Delay between the launch request and the machine being usable. @default 0 */
   bootMs?: number;
-  /** What replicas on this machine may use, e.g. { cores: 4, gpuMemGb: 16 }. @default {} (unlimited) */
+  /**
+   * What replicas on this machine may use, by the names of the live workers' reports (libs/contracts
+   * `WorkerReport`; libs/policy `instanceOffer`): e.g. { threads: 4, memoryBytes: 8e9 } for a CPU
+   * worker, { threads: 4, accelerators: 1, acceleratorMemoryBytes: 16 GiB } for a GPU worker (its
+   * threads are its slots; acceleratorMemoryBytes is all its GPUs' memory). @default {} (unlimited)
+   */
   resources?: ResourceMap;
   /** EC2's 60 s minimum. @default 60 */
   billingMinimumS?: number;

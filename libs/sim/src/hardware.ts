@@ -22,7 +22,7 @@ import type { ReplicaOptions } from "./entities.js";
 
 /** INFaaS Table 2 (cost in normalised units per second). */
 export const INFAAS_TABLE2: readonly VariantProfile[] = [
-  { name: "A", model: "resnet50", app: "classify", hardware: "cpu", batchSize: 1, accuracy: 0.76, latencyMs: { 1: 200 }, peakQps: 5, loadLatencyMs: 2000, pricePerS: 1, profiled: true, resources: { cores: 4 } },
+  { name: "A", model: "resnet50", app: "classify", hardware: "cpu", batchSize: 1, accuracy: 0.76, latencyMs: { 1: 200 }, peakQps: 5, loadLatencyMs: 2000, pricePerS: 1, profiled: true, resources: { threads: 4 } },
   { name: "B", model: "resnet50", app: "classify", hardware: "inferentia", batchSize: 1, accuracy: 0.76, latencyMs: { 1: 20 }, peakQps: 100, loadLatencyMs: 3000, pricePerS: 3, profiled: true, resources: { accelerators: 1 } },
   { name: "C", model: "resnet50", app: "classify", hardware: "gpu", batchSize: 1, accuracy: 0.76, latencyMs: { 1: 15 }, peakQps: 800, loadLatencyMs: 5000, pricePerS: 16, profiled: true, resources: { accelerators: 1 } },
 ];
@@ -33,22 +33,27 @@ export const INFAAS_COST_PER_GB_S: Readonly<Record<string, number>> = { cpu: 0.0
 /** Assumed memory footprint of every ResNet50 variant (the paper does not print it). */
 export const ASSUMED_FOOTPRINT_GB = 1;
 
+/** Bytes in a GiB (GPU memory is counted in GiB, as libs/policy `GPU_MEMORY_BYTES` counts it). */
+const GiB = 1024 ** 3;
+
 /**
  * ResNet50 variants for INFaaS §6.2. CPU: Table 2's A (200 ms, 5 QPS, 4 cores). Inferentia: Table 2's B
  * (20 ms, 100 QPS, one NeuronCore). GPU batch 1: 3.3 ms, 300 QPS (from §6.2: two batch-1 GPU instances
  * served ~15% less than 650-700 QPS). GPU batch 8: 10 ms per batch of 8, 800 QPS (Table 2's C). Load
  * latencies (2 s CPU, 3 s Inferentia, 5 s GPU) are assumptions inside INFaaS's 0.59-11 s range.
- * Resources: a CPU instance takes 4 cores, an Inferentia instance one accelerator (a NeuronCore, as
- * libs/policy variant-profile counts them live), a GPU instance 1 GB of GPU memory (§6.2 runs two
- * GPU instances on one GPU, which a whole-accelerator count cannot express).
+ * Resources, by the live names (libs/policy accelerator-share.ts `variantResources`): a CPU instance
+ * takes 4 threads (cores), an Inferentia instance one accelerator (a NeuronCore), a GPU instance 1 GiB
+ * of GPU memory (`acceleratorMemoryBytes`; §6.2 runs two GPU instances on one GPU, which a
+ * whole-accelerator count cannot express) and one slot (`threads`, executor-gpu's WORKER_SLOTS).
  */
 export function infaasResnet50Variants(app = "classify"): VariantProfile[] {
   const price = (hw: string): number => (INFAAS_COST_PER_GB_S[hw] ?? 0) * ASSUMED_FOOTPRINT_GB;
+  const gpu = (): Record<string, number> => ({ threads: 1, acceleratorMemoryBytes: ASSUMED_FOOTPRINT_GB * GiB });
   return [
-    { name: "resnet50-tf-cpu-b1", model: "resnet50", app, hardware: "cpu", batchSize: 1, accuracy: 0.76, latencyMs: { 1: 200 }, peakQps: 5, loadLatencyMs: 2000, pricePerS: price("cpu"), profiled: true, resources: { cores: 4 } },
+    { name: "resnet50-tf-cpu-b1", model: "resnet50", app, hardware: "cpu", batchSize: 1, accuracy: 0.76, latencyMs: { 1: 200 }, peakQps: 5, loadLatencyMs: 2000, pricePerS: price("cpu"), profiled: true, resources: { threads: 4 } },
     { name: "resnet50-neuron-inf-b1", model: "resnet50", app, hardware: "inferentia", batchSize: 1, accuracy: 0.76, latencyMs: { 1: 20 }, peakQps: 100, loadLatencyMs: 3000, pricePerS: price("inferentia"), profiled: true, resources: { accelerators: 1 } },
-    { name: "resnet50-trt-gpu-b1", model: "resnet50", app, hardware: "gpu", batchSize: 1, accuracy: 0.76, latencyMs: { 1: 3.3 }, peakQps: 300, loadLatencyMs: 5000, pricePerS: price("gpu"), profiled: true, resources: { gpuMemGb: 1 } },
-    { name: "resnet50-trt-gpu-b8", model: "resnet50", app, hardware: "gpu", batchSize: 8, accuracy: 0.76, latencyMs: { 1: 3.3, 2: 4, 4: 6, 8: 10 }, peakQps: 800, loadLatencyMs: 5000, pricePerS: price("gpu"), profiled: true, resources: { gpuMemGb: 1 } },
+    { name: "resnet50-trt-gpu-b1", model: "resnet50", app, hardware: "gpu", batchSize: 1, accuracy: 0.76, latencyMs: { 1: 3.3 }, peakQps: 300, loadLatencyMs: 5000, pricePerS: price("gpu"), profiled: true, resources: gpu() },
+    { name: "resnet50-trt-gpu-b8", model: "resnet50", app, hardware: "gpu", batchSize: 8, accuracy: 0.76, latencyMs: { 1: 3.3, 2: 4, 4: 6, 8: 10 }, peakQps: 800, loadLatencyMs: 5000, pricePerS: price("gpu"), profiled: true, resources: gpu() },
   ];
 }
 

@@ -14,11 +14,20 @@
  * - arrivals: what the caller attributes to this machine (the simulator's systems share a variant's
  *   arrivals among its machines);
  * - state: what the caller's variant-state monitor says of the variant on this machine.
- * The machine offers `threads` (its `threads` or `cores` resource; else its replicas' slots) and its
- * `accelerators`; memory figures are its `memoryBytes` resource (0 when it names none). A machine of a
- * kind the live system does not have (cpu, gpu, inferentia) reports its ready replicas' slots as its
- * accelerators, so the one utilisation formula (libs/policy `reportUtilization`: Σ busy / accelerators
- * for a non-CPU worker) reads its busy share of what it runs.
+ * The machine's resources and what its replicas hold of them are named as the live workers name them
+ * (the machine's `resources` and `used`): `threads` and `threadsUsed` (a GPU or Inferentia worker's
+ * threads are its slots; a machine that names none offers its ready replicas' slots), `memoryBytes` and
+ * `memoryUsedBytes` (0 when it names no finite memory: not accounted), `accelerators` and
+ * `acceleratorsUsed` (GPUs, NeuronCores), and the memory of each accelerator (its
+ * `acceleratorMemoryBytes` ÷ its accelerators; one when it names none) and `acceleratorMemoryUsedBytes`,
+ * so that the readers' free resources (libs/policy `workerFreeResources`: accelerators × each one's
+ * memory less what is held) are the machine's. A machine of a kind the live system does not have (cpu,
+ * gpu, inferentia; e.g. a paper's mixed worker, an instance type as the kind) is read, as far as its busy
+ * share goes, as offering the slots of what it runs: one that names no accelerators reports its ready
+ * replicas' slots as its accelerators; one that names them reports them, and each variant's
+ * utilisation in units of its accelerators (its busy share × accelerators ÷ slots), so that the one
+ * utilisation formula (libs/policy `reportUtilization`: Σ busy / accelerators for a non-CPU worker)
+ * reads its busy share of the slots of what it runs either way.
  */
 import type { Hardware, VariantState, WorkerReport } from "@sloserve/contracts";
 import type { Machine, Replica } from "./entities.js";
@@ -65,21 +74,32 @@ export function simulatedWorkerReport(m: Machine, nowMs: number, fromMs: number,
     v.state = v.instances === 0 ? "loading" : input.stateOf(v.variant, m);
     v.arrivals = Math.round(input.arrivalsOf(v.variant, m, fromMs, nowMs));
   }
-  const threads = m.resources["threads"] ?? m.resources["cores"] ?? Math.max(1, slots);
-  const memoryBytes = m.resources["memoryBytes"];
-  // A machine of a kind the live system does not have (a paper's mixed worker, an instance type as the
-  // kind) offers, as far as a reading of its busy share goes, the slots of what it runs.
-  const accelerators = LIVE_KINDS.has(m.kind) ? m.resources["accelerators"] : Math.max(1, slots);
+  const res = m.resources;
+  const threads = res["threads"] ?? Math.max(1, slots);
+  const memoryBytes = res["memoryBytes"];
+  const acceleratorMemoryBytes = res["acceleratorMemoryBytes"];
+  let accelerators = res["accelerators"] ?? (acceleratorMemoryBytes !== undefined ? 1 : undefined);
+  if (!LIVE_KINDS.has(m.kind)) {
+    // (a kind the live system does not have: its busy share of the slots of what it runs, see the header)
+    if (accelerators === undefined) accelerators = Math.max(1, slots);
+    else {
+      const scale = Math.max(1, accelerators) / Math.max(1, slots);
+      if (scale !== 1) for (const v of byVariant.values()) v.utilisation *= scale;
+    }
+  }
   return {
     worker: m.name,
     hardware: m.kind as Hardware,
     atMs: nowMs,
     startedAtMs: m.readyMs,
     threads: Math.max(1, Math.round(threads)),
-    threadsUsed: Math.round(m.used["threads"] ?? m.used["cores"] ?? 0),
+    threadsUsed: Math.round(m.used["threads"] ?? 0),
     memoryBytes: memoryBytes !== undefined && Number.isFinite(memoryBytes) ? memoryBytes : 0,
     memoryUsedBytes: m.used["memoryBytes"] ?? 0,
     ...(accelerators !== undefined ? { accelerators, acceleratorsUsed: Math.round(m.used["accelerators"] ?? 0) } : {}),
+    ...(acceleratorMemoryBytes !== undefined
+      ? { acceleratorMemoryBytes: acceleratorMemoryBytes / Math.max(1, accelerators ?? 1), acceleratorMemoryUsedBytes: m.used["acceleratorMemoryBytes"] ?? 0 }
+      : {}),
     rssBytes: 0,
     variants: [...byVariant.values()],
   };

@@ -159,11 +159,11 @@ describe("engine", () => {
   it("engine - a full machine refuses a replica", () => {
     const sim = new Simulator({ seed: 1, durationMs: 1000 });
     const q = sim.addQueue({ name: "v" });
-    const m = sim.launchMachine({ type: "t", kind: "cpu", pricePerS: 0, resources: { cores: 8 } });
-    expect(sim.addReplica(q, m, { latencyMs: { 1: 1 }, uses: { cores: 4 } })).not.toBeNull();
-    expect(sim.addReplica(q, m, { latencyMs: { 1: 1 }, uses: { cores: 4 } })).not.toBeNull();
-    expect(sim.addReplica(q, m, { latencyMs: { 1: 1 }, uses: { cores: 4 } })).toBeNull();
-    expect(m.free("cores")).toBe(0);
+    const m = sim.launchMachine({ type: "t", kind: "cpu", pricePerS: 0, resources: { threads: 8 } });
+    expect(sim.addReplica(q, m, { latencyMs: { 1: 1 }, uses: { threads: 4 } })).not.toBeNull();
+    expect(sim.addReplica(q, m, { latencyMs: { 1: 1 }, uses: { threads: 4 } })).not.toBeNull();
+    expect(sim.addReplica(q, m, { latencyMs: { 1: 1 }, uses: { threads: 4 } })).toBeNull();
+    expect(m.free("threads")).toBe(0);
   });
 
   it("engine - overflow to a function pool: latency, cold starts and Lambda cost", () => {

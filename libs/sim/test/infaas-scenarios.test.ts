@@ -46,7 +46,7 @@ describe("infaas system", () => {
     const sim = new Simulator({ seed: 1, durationMs: 60_000 });
     const cpu = infaasResnet50Variants().filter((v) => v.hardware === "cpu");
     sim.addStream({ app: "classify", sloMs: 1000, process: new ScheduledArrivals(constantRate(2, 60), 1) });
-    const worker = { type: "c5.xlarge", kind: "cpu", pricePerS: 0.17 / 3600, bootMs: 20_000, resources: { cores: 4 } };
+    const worker = { type: "c5.xlarge", kind: "cpu", pricePerS: 0.17 / 3600, bootMs: 20_000, resources: { threads: 4 } };
     const sys = installInfaas(sim, { mode: "infaas", variants: cpu, workers: [worker], preload: [{ variant: "resnet50-tf-cpu-b1", count: 1 }], sloMsByModel: { resnet50: 1000 } });
     sim.at(5_000, () => sim.killMachine(sim.machines[0]!));
     const r = sim.run();

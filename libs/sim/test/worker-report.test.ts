@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { workerReportSchema } from "@sloserve/contracts";
-import { reportUtilization } from "@sloserve/policy";
+import { reportUtilization, workerFreeResources } from "@sloserve/policy";
 import { Simulator, drop, type ArrivalProcess } from "../src/index.js";
 import { simulatedWorkerReport, type ReplicaReadings } from "../src/worker-report.js";
 
@@ -49,5 +49,57 @@ describe("worker-report", () => {
     });
     sim.run();
     expect(reports).toHaveLength(1);
+  });
+
+  it("worker-report - the report names the machine's resources as the live workers do: its free resources are the machine's, and a mixed worker's busy share is over its slots", () => {
+    // A GPU worker (4 slots, one 16 GiB GPU, host memory); the paper's mixed worker (kind "worker":
+    // 8 threads for CPU instances + 2 GPU slots, 4 NeuronCores, 2 GiB of GPU memory); a machine whose
+    // kind is an instance type and that names no accelerators (one model server). Each runs replicas
+    // that take some of it; on the last two, one replica is busy 50 ms of the second.
+    const GiB = 1024 ** 3;
+    const sim = new Simulator({ seed: 1, durationMs: 2000 });
+    const q = sim.addQueue({ name: "v", maxBatch: 1, waitMs: 0 });
+    const idle = sim.addQueue({ name: "idle", maxBatch: 1, waitMs: 0 });
+    const gpu = sim.launchMachine({ type: "p3.2xlarge", kind: "gpu", pricePerS: 0, resources: { threads: 4, accelerators: 1, acceleratorMemoryBytes: 16 * GiB, memoryBytes: 61 * GiB } });
+    const mixed = sim.launchMachine({ type: "infaas-worker", kind: "worker", pricePerS: 0, resources: { threads: 10, accelerators: 4, acceleratorMemoryBytes: 2 * GiB } });
+    const typed = sim.launchMachine({ type: "c5.xlarge", kind: "c5.xlarge", pricePerS: 0, resources: { threads: 1 } });
+    sim.addReplica(idle, gpu, { latencyMs: { 1: 5 }, uses: { threads: 1, acceleratorMemoryBytes: 1.5 * GiB, memoryBytes: 2e9 } });
+    sim.addReplica(idle, gpu, { latencyMs: { 1: 5 }, uses: { threads: 1, acceleratorMemoryBytes: 0.5 * GiB, memoryBytes: 1e9 } });
+    const onMixed = sim.addReplica(q, mixed, { latencyMs: { 1: 50 }, uses: { threads: 4 } });
+    sim.addReplica(idle, mixed, { latencyMs: { 1: 20 }, concurrency: 2, uses: { accelerators: 1 } });
+    sim.addReplica(idle, mixed, { latencyMs: { 1: 5 }, uses: { threads: 1, acceleratorMemoryBytes: 1 * GiB } });
+    const onTyped = sim.addReplica(q, typed, { latencyMs: { 1: 50 }, uses: { threads: 1 } });
+    // (two queries at once: one to each of the queue's two replicas)
+    sim.addStream({ app: "a", sloMs: 1000, process: at(0, 0) });
+    sim.setRouter((_query, _f, cause) => (cause === "arrival" ? q : null));
+    const readings: ReplicaReadings = new WeakMap();
+    const input = { stateOf: () => "active" as const, arrivalsOf: () => 0 };
+    let checked = 0;
+    sim.at(1000, (t) => {
+      for (const m of [gpu, mixed, typed]) {
+        const r = simulatedWorkerReport(m, t, 0, readings, input);
+        const free = workerFreeResources(r);
+        for (const k of Object.keys(m.resources)) expect(free[k], `${m.kind} ${k}`).toBeCloseTo(m.free(k), 0);
+        checked++;
+      }
+      const g = simulatedWorkerReport(gpu, t, 0, new WeakMap(), input);
+      expect(g).toMatchObject({ threads: 4, threadsUsed: 2, accelerators: 1, acceleratorsUsed: 0, acceleratorMemoryBytes: 16 * GiB, acceleratorMemoryUsedBytes: 2 * GiB, memoryBytes: 61 * GiB, memoryUsedBytes: 3e9 });
+      expect(workerReportSchema.safeParse(g).success).toBe(true);
+      // The mixed worker: its 4 NeuronCores and each one's share of the GPU memory (0.5 GiB), and the
+      // busy share of its slots (1 + 2 + 1): the CPU replica's 50 ms of 1000 ÷ 4.
+      const busy = (onMixed?.busyMsAt(t) ?? 0) / 1000;
+      expect(busy).toBeCloseTo(0.05, 9);
+      const x = simulatedWorkerReport(mixed, t, 0, new WeakMap(), input);
+      expect(x).toMatchObject({ threads: 10, threadsUsed: 5, accelerators: 4, acceleratorsUsed: 1, acceleratorMemoryBytes: 0.5 * GiB, acceleratorMemoryUsedBytes: 1 * GiB });
+      expect(reportUtilization(x, new Map())).toBeCloseTo(busy / 4, 9);
+      // The typed machine names no accelerators: its slots stand for them.
+      const busyTyped = (onTyped?.busyMsAt(t) ?? 0) / 1000;
+      expect(busyTyped).toBeCloseTo(0.05, 9);
+      const y = simulatedWorkerReport(typed, t, 0, new WeakMap(), input);
+      expect(y).toMatchObject({ threads: 1, threadsUsed: 1, accelerators: 1, acceleratorsUsed: 0 });
+      expect(reportUtilization(y, new Map())).toBeCloseTo(busyTyped, 9);
+    });
+    sim.run();
+    expect(checked).toBe(3);
   });
 });

@@ -116,7 +116,9 @@ export interface WorkerCapacity {
 /**
  * Free amount of each resource of a worker: threads, memory (no limit when the worker accounts none),
  * accelerators (NeuronCores; GPUs), and on a GPU worker its GPUs' memory (each GPU's memory: the report's,
- * else that of the GPU instance type `gpuType`).
+ * else that of the GPU instance type `gpuType`). A worker of another kind whose report gives its
+ * accelerators' memory (the simulator's mixed worker, libs/sim worker-report.ts) has it counted the same
+ * way.
  */
 export function workerFreeResources(w: WorkerCapacity, gpuType: string = DEFAULT_TYPE_FOR_KIND.gpu): Record<string, number> {
   const free: Record<string, number> = {
@@ -124,7 +126,7 @@ export function workerFreeResources(w: WorkerCapacity, gpuType: string = DEFAULT
     memoryBytes: w.memoryBytes > 0 ? Math.max(0, w.memoryBytes - w.memoryUsedBytes) : Infinity,
     accelerators: Math.max(0, (w.accelerators ?? 0) - (w.acceleratorsUsed ?? 0)),
   };
-  if (w.hardware === "gpu") {
+  if (w.hardware === "gpu" || w.acceleratorMemoryBytes !== undefined) {
     const perGpu = w.acceleratorMemoryBytes ?? GPU_MEMORY_BYTES[gpuType] ?? 0;
     free.acceleratorMemoryBytes = Math.max(0, (w.accelerators ?? 0) * perGpu - (w.acceleratorMemoryUsedBytes ?? 0));
   }

@@ -82,7 +82,7 @@ import { merge } from "../common/merge.js";
 import { instancesThatFit } from "./model-autoscaler.js";
 import { planProvisioning, type ProvisioningState } from "./provisioning.js";
 import { variantLatencyMs, type VariantProfile } from "../selection/selection.js";
-import { initialSloMonitorState, observeRequests, sloMonitorTick, type SloMonitorState } from "./slo-monitor.js";
+import { sloMonitorCycle, type AppSloSample, type SloMonitorState } from "./slo-monitor.js";
 import { chooseMarket, type SpotPriceSeries } from "../costs/spot-prices.js";
 import { vmAutoscale, type PendingPlacement, type VmAutoscalerConfig, type VmAutoscalerState, type VmScalingDecision, type VmWorkerView } from "./vm-autoscaler.js";
 
@@ -175,12 +175,8 @@ export interface AppForecast {
   values: readonly number[];
 }
 
-/** Queries of an app answered (or failed) since the last tick, and how many of them missed the SLO. */
-export interface AppSloSample {
-  app: string;
-  total: number;
-  missed: number;
-}
+/** Queries of an app answered (or failed) since the last tick, and how many of them missed the SLO (slo-monitor.ts). */
+export type { AppSloSample } from "./slo-monitor.js";
 
 export interface MachinePlanState {
   vm: VmAutoscalerState;
@@ -447,48 +443,28 @@ export function planMachines(input: MachinePlanContext): MachinePlanResult {
   const replacing = new Map<string, number>();
   for (const { d } of lostDecisions) replacing.set(d.kind, (replacing.get(d.kind) ?? 0) + 1);
 
-  // (c) SLO monitor: observe every tick, decide every sloPeriodMs. It acts only while queries still miss
-  // (some missed since its last cycle): its miss fraction remembers ~1000 queries, which at a low rate
-  // spans minutes after a transient has passed, and a worker launched for misses that have stopped
-  // serves none of them (the plan gives it back at its next tick). While they go on, the plan gives
-  // no worker of the app's kind back (below), so that the launch can take effect.
-  const sloOpts = { decay: cfg.sloDecay, cooldownCycles: cfg.sloCooldownCycles };
-  const slo: Record<string, SloMonitorState> = { ...prev.slo };
-  let sloMissed: Record<string, number> = { ...(prev.sloMissedSinceCycle ?? {}) };
-  for (const s of ctx.slo ?? []) {
-    slo[s.app] = observeRequests(slo[s.app] ?? initialSloMonitorState, s.total, s.missed, sloOpts);
-    sloMissed[s.app] = (sloMissed[s.app] ?? 0) + s.missed;
-  }
+  // (c) SLO monitor (slo-monitor.ts `sloMonitorCycle`): observe every tick, decide every sloPeriodMs,
+  // act only while queries still miss. While they go on, the plan gives no worker of the app's kind
+  // back (below), so that the launch can take effect.
+  const cycle = sloMonitorCycle(
+    { slo: prev.slo, missedSinceCycle: prev.sloMissedSinceCycle ?? {}, lastCycleAtMs: prev.lastSloAtMs },
+    ctx.slo ?? [], nowMs,
+    { periodMs: cfg.sloPeriodMs, decay: cfg.sloDecay, cooldownCycles: cfg.sloCooldownCycles, slMinOf: (app) => cfg.slMinByApp[app] ?? cfg.slMin },
+  );
+  const { slo, missedSinceCycle: sloMissed, lastCycleAtMs: lastSloAtMs } = cycle.state;
   const sloKindOf = (app: string): string | undefined => appKind.get(app)?.kind ?? mostCommonKind(ruled, app);
   /** Kinds of apps above 1 − SLmin whose queries still miss: the plan gives none of their workers back. */
   const sloShort = new Map<string, string>();
-  for (const app of Object.keys(slo).sort()) {
-    const threshold = 1 - (cfg.slMinByApp[app] ?? cfg.slMin);
+  for (const { app, reason } of cycle.short) {
     const kind = sloKindOf(app);
-    const f = slo[app]?.missFraction ?? 0;
-    if (kind !== undefined && f > threshold && (sloMissed[app] ?? 0) > 0 && !sloShort.has(kind)) sloShort.set(kind, `queries of app ${app} still miss their SLO (miss fraction ${r2(f * 100)}% > ${r2(threshold * 100)}%)`);
+    if (kind !== undefined && !sloShort.has(kind)) sloShort.set(kind, reason);
   }
   const sloWants = new Map<string, string[]>();
-  let lastSloAtMs = prev.lastSloAtMs;
-  if (lastSloAtMs === null || nowMs - lastSloAtMs >= cfg.sloPeriodMs) {
-    const sinceS = lastSloAtMs === null ? undefined : r1((nowMs - lastSloAtMs) / 1000);
-    lastSloAtMs = nowMs;
-    for (const app of Object.keys(slo).sort()) {
-      const slMin = cfg.slMinByApp[app] ?? cfg.slMin;
-      const st = slo[app] ?? initialSloMonitorState;
-      if (st.cooldownLeft <= 0 && st.missFraction > 1 - slMin && (sloMissed[app] ?? 0) === 0) {
-        decisions.push({ action: "hold", kind: sloKindOf(app) ?? "?", reason: `SLO monitor: app ${app}: miss fraction ${r2(st.missFraction * 100)}% > ${r2((1 - slMin) * 100)}%, but no query missed ${sinceS === undefined ? "yet" : `in the last ${sinceS} s`}: the misses have stopped, and a worker launched now would serve none of them` });
-        continue;
-      }
-      const d = sloMonitorTick(st, { ...sloOpts, threshold: 1 - slMin });
-      slo[app] = d.state;
-      if (d.launch <= 0) continue;
-      const kind = sloKindOf(app);
-      const reason = `app ${app}: ${d.reason} (SLmin ${r2(slMin * 100)}%)`;
-      if (kind === undefined) decisions.push({ action: "hold", kind: "?", reason: `${reason}; no kind of worker can serve it` });
-      else sloWants.set(kind, [...(sloWants.get(kind) ?? []), reason]);
-    }
-    sloMissed = {};
+  for (const { app, act, reason } of cycle.acts) {
+    const kind = sloKindOf(app);
+    if (act === "hold") decisions.push({ action: "hold", kind: kind ?? "?", reason });
+    else if (kind === undefined) decisions.push({ action: "hold", kind: "?", reason: `${reason}; no kind of worker can serve it` });
+    else sloWants.set(kind, [...(sloWants.get(kind) ?? []), reason]);
   }
 
   // (b) MArk's plan, every planPeriodMs while forecasts exist.

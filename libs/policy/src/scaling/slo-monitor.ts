@@ -66,3 +66,90 @@ export function sloMonitorTick(state: SloMonitorState, options: SloMonitorOption
   }
   return { state, launch: 0, reason: `miss fraction ${(100 * f).toFixed(2)}% within ${(100 * threshold).toFixed(2)}%` };
 }
+
+/** SLO outcomes of one app's queries over an interval (answered, and those that missed or failed). */
+export interface AppSloSample {
+  app: string;
+  total: number;
+  missed: number;
+}
+
+/** The monitor's state across an app set, as its caller keeps it between ticks. */
+export interface SloCycleState {
+  slo: Record<string, SloMonitorState>;
+  /** Misses per app since the last cycle. */
+  missedSinceCycle: Record<string, number>;
+  /** When the last cycle ran; null before the first. */
+  lastCycleAtMs: number | null;
+}
+
+export const initialSloCycleState: SloCycleState = { slo: {}, missedSinceCycle: {}, lastCycleAtMs: null };
+
+export interface SloCycleConfig {
+  /** A cycle runs at most this often. */
+  periodMs: number;
+  decay: number;
+  cooldownCycles: number;
+  /** The service level an app must keep (0.98: act above a 2% miss fraction). */
+  slMinOf: (app: string) => number;
+}
+
+export interface SloCycleResult {
+  state: SloCycleState;
+  /** Apps above their threshold whose queries still miss (a plan should give none of their capacity back). */
+  short: Array<{ app: string; reason: string }>;
+  /** Whether a cycle ran at this call. */
+  cycled: boolean;
+  /**
+   * The cycle's acts, in app order: launch one instance for an app, or hold for one above its threshold
+   * whose misses have stopped; with why.
+   */
+  acts: Array<{ app: string; act: "launch" | "hold"; reason: string }>;
+}
+
+const r1 = (x: number): number => Math.round(x * 10) / 10;
+const r2 = (x: number): number => Math.round(x * 100) / 100;
+
+/**
+ * The SLO monitor over an app set (MArk §4.4), as the VM autoscaler's tick runs it: observe every
+ * call's samples, run a cycle every `periodMs`. A cycle acts only while queries still miss (some
+ * missed since its last cycle): the miss fraction remembers ~1000 queries, which at a low rate spans
+ * minutes after a transient has passed, and an instance launched for misses that have stopped serves
+ * none of them. Pure: the state goes in and comes out.
+ */
+export function sloMonitorCycle(prev: SloCycleState, samples: readonly AppSloSample[], nowMs: number, cfg: SloCycleConfig): SloCycleResult {
+  const opts = { decay: cfg.decay, cooldownCycles: cfg.cooldownCycles };
+  const slo: Record<string, SloMonitorState> = { ...prev.slo };
+  let missed: Record<string, number> = { ...prev.missedSinceCycle };
+  for (const s of samples) {
+    slo[s.app] = observeRequests(slo[s.app] ?? initialSloMonitorState, s.total, s.missed, opts);
+    missed[s.app] = (missed[s.app] ?? 0) + s.missed;
+  }
+  const apps = Object.keys(slo).sort();
+  const short: SloCycleResult["short"] = [];
+  for (const app of apps) {
+    const threshold = 1 - cfg.slMinOf(app);
+    const f = slo[app]?.missFraction ?? 0;
+    if (f > threshold && (missed[app] ?? 0) > 0) short.push({ app, reason: `queries of app ${app} still miss their SLO (miss fraction ${r2(f * 100)}% > ${r2(threshold * 100)}%)` });
+  }
+  const acts: SloCycleResult["acts"] = [];
+  let lastCycleAtMs = prev.lastCycleAtMs;
+  const cycled = lastCycleAtMs === null || nowMs - lastCycleAtMs >= cfg.periodMs;
+  if (cycled) {
+    const sinceS = lastCycleAtMs === null ? undefined : r1((nowMs - lastCycleAtMs) / 1000);
+    lastCycleAtMs = nowMs;
+    for (const app of apps) {
+      const slMin = cfg.slMinOf(app);
+      const st = slo[app] ?? initialSloMonitorState;
+      if (st.cooldownLeft <= 0 && st.missFraction > 1 - slMin && (missed[app] ?? 0) === 0) {
+        acts.push({ app, act: "hold", reason: `SLO monitor: app ${app}: miss fraction ${r2(st.missFraction * 100)}% > ${r2((1 - slMin) * 100)}%, but no query missed ${sinceS === undefined ? "yet" : `in the last ${sinceS} s`}: the misses have stopped, and a worker launched now would serve none of them` });
+        continue;
+      }
+      const d = sloMonitorTick(st, { ...opts, threshold: 1 - slMin });
+      slo[app] = d.state;
+      if (d.launch > 0) acts.push({ app, act: "launch", reason: `app ${app}: ${d.reason} (SLmin ${r2(slMin * 100)}%)` });
+    }
+    missed = {};
+  }
+  return { state: { slo, missedSinceCycle: missed, lastCycleAtMs }, short, cycled, acts };
+}

@@ -96,7 +96,7 @@ export interface VariantProfile {
   costPerQuery?: number;
   /** Unprofiled variants are never selected. */
   profiled: boolean;
-  /** Resources one instance takes on a worker, e.g. { cores: 4 } or { gpus: 1 }. */
+  /** Resources one instance takes on a worker, by the worker reports' names, e.g. { threads: 4 } or { threads: 1, acceleratorMemoryBytes: 2 ** 30 } (accelerator-share.ts `variantResources`). */
   resources?: Record<string, number>;
   /** Batches one instance runs at once (pipelined accelerators). @default 1 */
   concurrency?: number;

@@ -94,6 +94,12 @@ describe("accelerator-share", () => {
       w: { hardware: "inferentia", threads: 4, threadsUsed: 2, memoryBytes: 0, memoryUsedBytes: 0, accelerators: 4, acceleratorsUsed: 3 },
       want: { threads: 2, memoryBytes: Infinity, accelerators: 1 },
     },
+    {
+      // (the simulator's mixed worker, libs/sim worker-report.ts: 4 accelerators × 0.5e9 − 1e9 held)
+      name: "a worker of another kind that says its accelerators' memory: counted as a GPU worker's",
+      w: { hardware: "worker", threads: 10, threadsUsed: 5, memoryBytes: 0, memoryUsedBytes: 0, accelerators: 4, acceleratorsUsed: 1, acceleratorMemoryBytes: 0.5e9, acceleratorMemoryUsedBytes: 1e9 },
+      want: { threads: 5, memoryBytes: Infinity, accelerators: 3, acceleratorMemoryBytes: 1e9 },
+    },
   ];
   for (const c of free) it(`accelerator-share - free: ${c.name}`, () => expect(workerFreeResources(c.w)).toEqual(c.want));
 

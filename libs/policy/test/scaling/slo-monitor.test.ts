@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { initialSloMonitorState, observeRequest, observeRequests, sloMonitorTick, type SloMonitorState } from "../../src/scaling/slo-monitor.js";
+import { initialSloCycleState, initialSloMonitorState, observeRequest, observeRequests, sloMonitorCycle, sloMonitorTick, type SloMonitorState } from "../../src/scaling/slo-monitor.js";
 
 describe("slo-monitor", () => {
   it("slo-monitor - one miss moves the EWMA by 0.001", () => {
@@ -35,5 +35,39 @@ describe("slo-monitor", () => {
     expect(d.launch).toBe(0);
     expect(d.reason).toBe("miss fraction 2.00% within 2.00%");
     expect(sloMonitorTick({ missFraction: 0.05, cooldownLeft: 0 }).reason).toBe("miss fraction 5.00% > 2.00%: launch one instance");
+  });
+
+  describe("sloMonitorCycle", () => {
+    const cfg = { periodMs: 10_000, decay: 0.999, cooldownCycles: 5, slMinOf: (app: string) => (app === "loose" ? 0.9 : 0.98) };
+
+    it("slo-monitor - observes every call, runs a cycle every period, launches while queries miss, then cools down", () => {
+      // 1000 queries, 100 missed: f = (1 − 0.999¹⁰⁰⁰)·0.1 = 0.0632 > 2%
+      let r = sloMonitorCycle(initialSloCycleState, [{ app: "a", total: 1000, missed: 100 }], 0, cfg);
+      expect(r.cycled).toBe(true);
+      expect(r.acts).toEqual([{ app: "a", act: "launch", reason: "app a: miss fraction 6.32% > 2.00%: launch one instance (SLmin 98%)" }]);
+      expect(r.short.map((s) => s.app)).toEqual(["a"]);
+      expect(r.state.missedSinceCycle).toEqual({});
+      // 5 s later: samples observed, no cycle yet; the misses are remembered for the next cycle.
+      r = sloMonitorCycle(r.state, [{ app: "a", total: 10, missed: 1 }], 5_000, cfg);
+      expect(r.cycled).toBe(false);
+      expect(r.acts).toEqual([]);
+      expect(r.state.missedSinceCycle).toEqual({ a: 1 });
+      // 10 s after the first cycle: cool-down (5 cycles).
+      r = sloMonitorCycle(r.state, [], 10_000, cfg);
+      expect(r.cycled).toBe(true);
+      expect(r.acts).toEqual([]);
+      expect(r.state.slo["a"]!.cooldownLeft).toBe(4);
+    });
+
+    it("slo-monitor - holds when the miss fraction is high but no query missed since the last cycle", () => {
+      const high = { slo: { a: { missFraction: 0.05, cooldownLeft: 0 } }, missedSinceCycle: {}, lastCycleAtMs: 0 };
+      const r = sloMonitorCycle(high, [{ app: "a", total: 50, missed: 0 }], 10_000, cfg);
+      expect(r.acts).toEqual([{ app: "a", act: "hold", reason: "SLO monitor: app a: miss fraction 4.76% > 2%, but no query missed in the last 10 s: the misses have stopped, and a worker launched now would serve none of them" }]);
+      expect(r.short).toEqual([]);
+      // The app's own service level: 10% misses allowed for "loose".
+      const loose = sloMonitorCycle({ ...high, slo: { loose: { missFraction: 0.05, cooldownLeft: 0 } } }, [{ app: "loose", total: 10, missed: 1 }], 10_000, cfg);
+      expect(loose.acts).toEqual([]);
+      expect(loose.short).toEqual([]);
+    });
   });
 });

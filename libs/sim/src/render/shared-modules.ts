@@ -49,7 +49,7 @@ const ROWS: Row[] = [
     modules: ["placement/accelerator-share.ts"],
     decides: "INFaaS §4.2.1, §6.2: accelerators shared by footprint (a GPU variant takes its memory and a slot, an Inferentia one its NeuronCores) and priced by its share of the instance",
     service: "executors (libs/executor worker.ts: held resources; instance.ts: per-query price), dispatcher (dispatch.ts), model-autoscaler (`workerFreeResources` through observation/worker-views.ts), vm-autoscaler (main.ts `instanceOffer`), frontend (dashboard-feed.ts)",
-    simulator: "systems/infaas.ts through variant-profile.ts (`variantResources`, `footprintPricePerSecond`); infaas-architectures.ts (`variantResources` of the 22 architectures' variants) and scenarios/infaas-e2e.ts (`instanceOffer` of its workers)",
+    simulator: "systems/infaas.ts through variant-profile.ts (`variantResources`, `footprintPricePerSecond`), and `workerFreeResources` of each machine's latest report (the dispatcher's loads; the model autoscaler's through observation/worker-views.ts); infaas-architectures.ts (`variantResources` of the 22 architectures' variants) and scenarios/infaas-e2e.ts (`instanceOffer` of its workers)",
   },
   {
     modules: ["scaling/model-actions.ts", "scaling/model-autoscaler.ts", "placement/interference.ts"],
@@ -65,9 +65,9 @@ const ROWS: Row[] = [
   },
   {
     modules: ["scaling/provisioning.ts", "scaling/slo-monitor.ts", "batching/batch-tuning.ts", "batching/batch-wait.ts", "baselines/baselines-sagemaker.ts"],
-    decides: "MArk: Algorithm 1 provisioning, SLO monitor, batch tuning (`tunedBatching`: Nbatch, Wbatch and μ* of a profile under an SLO; `planBatchWaits`: the live Wbatch of each profiled variant, for its model's tightest SLO); SageMaker target tracking",
+    decides: "MArk: Algorithm 1 provisioning, SLO monitor (`sloMonitorCycle`: a cycle every 10 s that acts only while queries still miss), batch tuning (`tunedBatching`: Nbatch, Wbatch and μ* of a profile under an SLO; `planBatchWaits`: the live Wbatch of each profiled variant, for its model's tightest SLO); SageMaker target tracking",
     service: "vm-autoscaler (provisioning, SLO monitor and `tunedBatching` for the capacity per worker, through machine-plan.ts); registrar (batching.ts: batch-wait.ts, stored on the variants; the executors apply it live)",
-    simulator: "scenarios/mark-system.ts (mark-twitter, mark-mmpp, combined: each type's batching and capacity by `tunedBatching`); scenarios/combined.ts (batch tuning of INFaaS's EC2 variants)",
+    simulator: "scenarios/mark-system.ts (mark-twitter, mark-mmpp, combined: Algorithm 1 over the paper's instance types, `sloMonitorCycle` with the machine plan's defaults, each type's batching and capacity by `tunedBatching`); scenarios/combined.ts (batch tuning of INFaaS's EC2 variants)",
   },
   {
     modules: ["scaling/mix-optimizer.ts"],
@@ -157,13 +157,13 @@ const ROWS: Row[] = [
     modules: ["observation/fleet.ts"],
     decides: "what the VM autoscaler reads of the fleet (`FleetObservation`): heartbeats, each worker's utilisation over the tick (the mean of its reports), SLO outcomes since the last tick, each app's tightest SLO, load per kind, which workers are booting, running, lost or have left, the machine views; fleet states for the cost summary (`fleetStateOf`)",
     service: "vm-autoscaler (controller.ts: fed the worker and arrivals reports it receives, its provider's instances and Redis's records)",
-    simulator: "systems/infaas.ts VM autoscaler: fed its machines' worker reports (worker-report.ts `simulatedWorkerReport`) and its dispatcher's arrivals reports, every second",
+    simulator: "systems/infaas.ts VM autoscaler: fed its machines' worker reports (worker-report.ts `simulatedWorkerReport`) and its dispatcher's arrivals reports, every second; scenarios/mark-system.ts: each lane's instances' worker reports, every second, whose SLO outcomes are its SLO monitor's samples",
   },
   {
     modules: ["observation/worker-views.ts"],
     decides: "one worker's views from its report: the machine plan's (`machineView`), the SLO outcomes (`sloOutcomes`), the model autoscaler's (`workerRunsFromReport`)",
     service: "vm-autoscaler (through `FleetObservation`), model-autoscaler (controller.ts: `workerRunsFromReport`)",
-    simulator: "systems/infaas.ts: the VM autoscaler (through `FleetObservation`), the model autoscaler (`workerRunsFromReport` of each machine's latest report; free resources from the machine itself, whose scenario names resources the live report does not carry)",
+    simulator: "systems/infaas.ts: the VM autoscaler (through `FleetObservation`), scenarios/mark-system.ts's SLO monitor (`sloOutcomes` through `FleetObservation`), the model autoscaler (`workerRunsFromReport` of each machine's latest report, its free resources included: the scenarios' machines name their resources as the live workers' reports do)",
   },
   {
     modules: ["observation/utilization.ts"],

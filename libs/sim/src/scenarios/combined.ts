@@ -43,7 +43,8 @@ const MODEL_LOAD_MS = 10_000;
 
 /**
  * A model on each EC2 instance type that can serve it within its SLO, as INFaaS variants: MArk's tuned
- * batching (batch-tuning.ts), the instance's on-demand price, one model server per instance.
+ * batching (batch-tuning.ts), the instance's on-demand price, one model server per instance (a variant
+ * takes the instance's one slot, `threads: 1`).
  */
 export function ec2Variants(m: MarkModel): VariantProfile[] {
   return m.instances.flatMap((p) => {
@@ -53,7 +54,7 @@ export function ec2Variants(m: MarkModel): VariantProfile[] {
     for (let k = 1; k <= b.nbatch; k++) latencyMs[k] = p.latencyMs(k);
     return [{
       name: `${m.name}@${p.type}`, model: m.name, app: APP, hardware: p.type, batchSize: b.nbatch, accuracy: m.accuracy, latencyMs,
-      peakQps: b.throughputQps, loadLatencyMs: MODEL_LOAD_MS, pricePerS: pricePerSecond(p.type), profiled: true, resources: { servers: 1 },
+      peakQps: b.throughputQps, loadLatencyMs: MODEL_LOAD_MS, pricePerS: pricePerSecond(p.type), profiled: true, resources: { threads: 1 },
     }];
   });
 }
@@ -77,7 +78,8 @@ export function runInfaas(models: MarkModel[], load: MarkWorkload, seed: number)
   const sim = new Simulator({ seed, durationMs, drainMs: 30_000 });
   addMarkStream(sim, { app: APP, sloMs: SLO_MS, rates: load.rates, seed, init });
   const variants = models.flatMap(ec2Variants);
-  const machine = (type: string): MachineOptions => ({ type, kind: type, pricePerS: pricePerSecond(type), bootMs: EC2_BOOT_MS, resources: { servers: 1 } });
+  // (one model server per instance: its one slot, `threads` as the live workers name their slots)
+  const machine = (type: string): MachineOptions => ({ type, kind: type, pricePerS: pricePerSecond(type), bootMs: EC2_BOOT_MS, resources: { threads: 1 } });
   // Start in steady state, like the MArk systems: for each class of queries, the variant INFaaS would
   // pick with everything loaded, with instances for its share of the first minute at 80% utilisation
   // (the VM autoscaler's threshold), loaded and Active.

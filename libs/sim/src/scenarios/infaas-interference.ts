@@ -46,6 +46,8 @@ import { runSelection, type SelectionRun } from "./infaas-selection.js";
 
 // ------------------------------------------------------------------ §6.3 setting
 
+const GiB = 1024 ** 3;
+
 /**
  * Instances one GPU worker runs at once (libs/policy accelerator-share.ts: each GPU variant takes one of
  * the worker's slots, executor-gpu's WORKER_SLOTS). Two: one per model, so that a second instance of a
@@ -55,7 +57,11 @@ import { runSelection, type SelectionRun } from "./infaas-selection.js";
 export const GPU_SLOTS = 2;
 
 /** One V100 worker (p3.2xlarge), ~30 s to start (§6.3: "∼30 seconds start-up latency"). */
-export const SHARING_GPU: MachineOptions = { type: "p3.2xlarge", kind: "gpu", pricePerS: pricePerSecond("p3.2xlarge"), bootMs: 30_000, resources: { gpuMemGb: 16, slots: GPU_SLOTS } };
+export const SHARING_GPU: MachineOptions = {
+  type: "p3.2xlarge", kind: "gpu", pricePerS: pricePerSecond("p3.2xlarge"), bootMs: 30_000,
+  // (the live workers' names: a GPU worker's slots are its `threads`, libs/policy `instanceOffer`)
+  resources: { threads: GPU_SLOTS, accelerators: 1, acceleratorMemoryBytes: 16 * GiB },
+};
 
 /** Share of the queries of each model (§6.3: the popular model serves 80%). */
 export const SHARING_SPLIT = { large: 0.8, small: 0.2 } as const;
@@ -65,13 +71,14 @@ export const SHARING_LOAD = { minQps: 50, maxQps: 500, queries: 75_000 } as cons
 
 /**
  * The two TensorRT batch-1 variants (V100, FP16). Assumed profiles (INFaaS prints none): Inception-
- * ResNetV2 4 ms a query, 250 QPS, 1.5 GB of GPU memory, 5 s to load;
- * MobileNetV1 1 ms, 1 000 QPS, 0.5 GB, 2 s. At 80% of 500 QPS the large model needs more than one GPU
+ * ResNetV2 4 ms a query, 250 QPS, 1.5 GiB of GPU memory, 5 s to load;
+ * MobileNetV1 1 ms, 1 000 QPS, 0.5 GiB, 2 s. At 80% of 500 QPS the large model needs more than one GPU
  * (Clipper+'s allocation "insufficient", §6.3).
  */
 export function sharingVariants(): { large: VariantProfile; small: VariantProfile } {
-  const gpu = (name: string, model: string, latencyMs: number, peakQps: number, gpuMemGb: number, loadLatencyMs: number, accuracy: number): VariantProfile => ({
-    name, model, app: model, hardware: "gpu", batchSize: 1, accuracy, latencyMs: { 1: latencyMs }, peakQps, loadLatencyMs, pricePerS: 0, profiled: true, resources: { gpuMemGb, slots: 1 },
+  // (its GPU memory and a slot: libs/policy `variantResources`)
+  const gpu = (name: string, model: string, latencyMs: number, peakQps: number, gpuMemGiB: number, loadLatencyMs: number, accuracy: number): VariantProfile => ({
+    name, model, app: model, hardware: "gpu", batchSize: 1, accuracy, latencyMs: { 1: latencyMs }, peakQps, loadLatencyMs, pricePerS: 0, profiled: true, resources: { threads: 1, acceleratorMemoryBytes: gpuMemGiB * GiB },
   });
   return {
     large: gpu("inception-resnet-v2-trt-b1", "inception-resnet-v2", 4, 250, 1.5, 5000, 0.803),

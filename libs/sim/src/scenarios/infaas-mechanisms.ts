@@ -23,10 +23,11 @@ import type { Scenario, ScenarioOptions, ScenarioResult, SystemResult } from "..
 import { installInfaas, liveSettingsNote, withInfaasPaperRules, type DecisionLogEntry } from "../systems/infaas.js";
 import { ScheduledArrivals, constantRate, stepRates } from "@sloserve/policy";
 
-const CPU = { type: "c5.xlarge", kind: "cpu", pricePerS: 0.17 / 3600, bootMs: 20_000, resources: { cores: 4 } };
+/** A 4-core machine (its cores are the live workers' `threads`). */
+const CPU = { type: "c5.xlarge", kind: "cpu", pricePerS: 0.17 / 3600, bootMs: 20_000, resources: { threads: 4 } };
 
 const variant = (name: string, app: string, latencyMs: number, peakQps: number): VariantProfile => ({
-  name, model: app, app, hardware: "cpu", batchSize: 1, accuracy: 0.9, latencyMs: { 1: latencyMs }, peakQps, loadLatencyMs: 1000, pricePerS: 0, profiled: true, resources: { cores: 1 }, concurrency: 1,
+  name, model: app, app, hardware: "cpu", batchSize: 1, accuracy: 0.9, latencyMs: { 1: latencyMs }, peakQps, loadLatencyMs: 1000, pricePerS: 0, profiled: true, resources: { threads: 1 }, concurrency: 1,
 });
 
 export interface InterferenceRun {

@@ -9,7 +9,8 @@
  *   batching adaptively: Wbatch 0, Nbatch 8); `sm+-cpu` and `sm+-gpu` (the CPU variant, or the batch-1
  *   TensorRT variant, scaled horizontally from one instance).
  * - The worker: 8 cores (two CPU instances, as in the paper where the CPU baselines top out at ~10 QPS),
- *   4 NeuronCores (`accelerators`), and a GPU memory budget of 2 GB for this model (two GPU instances). Cost: each
+ *   4 NeuronCores (`accelerators`), and a GPU memory budget of 2 GiB for this model (two GPU instances,
+ *   each taking 1 GiB and a slot). Cost: each
  *   running variant instance is billed per second at §6.2's normalised price per GB-second × an assumed
  *   1 GB footprint (CPU 0.031, Inferentia 0.190, GPU 0.498 per second).
  * - SLO: 1000 ms (the paper does not state one for §6.2; Clipper's adaptive batching comparison in §6 uses 1 s).
@@ -29,11 +30,16 @@ export const SELECTION_SLO_MS = 1000;
 const OTHER_RULE: InactiveRule = DEFAULT_INACTIVE_RULE === "inference" ? "load-and-inference" : "inference";
 export const OTHER_STEP2 = `infaas (step 2: ${OTHER_RULE})`;
 
+/**
+ * The one worker, in the live workers' resource names: `threads` 10 (8 cores for the CPU instances, 4
+ * threads each, and a slot for each of the two GPU instances), `accelerators` its 4 NeuronCores and
+ * `acceleratorMemoryBytes` its GPU memory budget.
+ */
 export const SELECTION_WORKER: MachineOptions = {
   type: "infaas-worker",
   kind: "worker",
   pricePerS: 0,
-  resources: { cores: 8, accelerators: 4, gpuMemGb: 2 },
+  resources: { threads: 8 + 2, accelerators: 4, acceleratorMemoryBytes: 2 * 1024 ** 3 },
 };
 
 export interface SelectionWorkload {

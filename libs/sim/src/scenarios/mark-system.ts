@@ -18,7 +18,11 @@
  *   default: forecast-plan.ts `planForecast`, last value, seasonal-naive or Holt-Winters refitted every
  *   60 minutes, by the history's length; `--predictor` chooses another) forecasts the next 60 minutes and
  *   provisioning.ts (MArk Algorithm 1) plans for t0 + 5 min; launches happen at once, destroys under the 6-plan limit;
- * - every 10 s: the reactive SLO monitor (slo-monitor.ts) may launch one c5.large (or the lane's
+ * - every second each running instance sends the live worker report (worker-report.ts
+ *   `simulatedWorkerReport`), read by the VM autoscaler's observation (libs/policy `FleetObservation`):
+ *   its SLO outcomes (answered, answered late, shed as late) are the SLO monitor's samples, as live;
+ * - every 10 s: the reactive SLO monitor's cycle (slo-monitor.ts `sloMonitorCycle`, the machine plan's
+ *   own, with its defaults: acts only while queries still miss) may launch one c5.large (or the lane's
  *   cheapest type when c5.large cannot serve the model); the launch is added to the latest plan so that
  *   the 6-plan destroy limit protects it like a planned instance;
  * - `mark-spot` prices every type at its spot price and draws interruptions (2-minute notice; see
@@ -40,14 +44,16 @@
  * included), Lambda per request and GB-second.
  */
 import {
-  builtinPredictor, chooseMarket, createRng, decideOverflow, drainBacklog, serviceRateOf, type BacklogEstimate, INSTANCE_PRICES, spotCostDollars, overflowInputFor, initialProvisioningState, initialSloMonitorState,
-  initialTargetTrackingState, interpolateBatchLatency, maxRatePerUnit, observeRequests, planProvisioning,
-  pricePerSecond, sampleExponential, samplePoisson, sloMonitorTick, targetTracking, tunedBatching,
-  type BatchTuning, type ForecastPlanState, type InstanceTypeSpec, type OverflowCapacity, type Predictor, type ProvisioningState, type SloMonitorState,
+  builtinPredictor, chooseMarket, createRng, DEFAULT_MACHINE_PLAN_CONFIG, decideOverflow, FleetObservation, initialSloCycleState, sloMonitorCycle,
+  type ObservedVariant, type SloCycleState, drainBacklog, serviceRateOf, type BacklogEstimate, INSTANCE_PRICES, spotCostDollars, overflowInputFor, initialProvisioningState, initialSloMonitorState,
+  initialTargetTrackingState, interpolateBatchLatency, maxRatePerUnit, planProvisioning,
+  pricePerSecond, sampleExponential, samplePoisson, targetTracking, tunedBatching,
+  type BatchTuning, type ForecastPlanState, type InstanceTypeSpec, type OverflowCapacity, type Predictor, type ProvisioningState,
   type SpotPriceSeries, type TargetTrackingState, DEFAULT_PREDICTOR,
 } from "@sloserve/policy";
 import { Simulator, drop, type Machine, type Query, type Queue, type SimResult } from "../engine.js";
 import { MARK_BATCHING, MARK_CAPACITIES, MARK_TABLE2 } from "../hardware.js";
+import { simulatedWorkerReport, type ReplicaReadings } from "../worker-report.js";
 import { traceArrivals, type RateSchedule } from "@sloserve/policy";
 
 export type MarkSystem = "sagemaker-2x" | "mark-ondemand" | "mark-spot" | "combined";
@@ -227,10 +233,14 @@ interface Lane {
   method: string;
   forecastFor: Map<number, number>;
   prov: ProvisioningState;
-  monitor: SloMonitorState;
+  /** What the VM autoscaler reads of the lane's instances: their worker reports. */
+  observation: FleetObservation;
+  /** The lane's variants as the observation reads them (one per instance type, of the lane's app). */
+  observed: Map<string, ObservedVariant>;
+  /** Queries sent to the lane's queue since the last report (shared among its reporting instances). */
+  localSinceReport: number;
+  monitor: SloCycleState;
   tt: TargetTrackingState;
-  completed: number;
-  missed: number;
   queries: number;
   /** The ready replicas as overflow capacity, at the queue's replicaVersion (see readyCapacity). */
   capacity: { version: number; value: readonly OverflowCapacity[] };
@@ -291,8 +301,10 @@ export function runMark(input: MarkRunInput): MarkRunResult {
       model, batching, types, history, forecast: {}, method: "",
       queue: sim.addQueue({ name: model.name, shedLate: !sagemaker }),
       lambda: sim.addFunctionPool({ name: `lambda-${model.name}`, latencyMs: model.lambdaMs, coldStartMs: LAMBDA_COLD_START_MS, memoryGb: 3, keepAliveMs: 45 * 60_000 }),
-      fleet: [], perSecond: [], forecastFor: new Map(), prov: initialProvisioningState, monitor: initialSloMonitorState,
-      tt: initialTargetTrackingState, completed: 0, missed: 0, queries: 0, capacity: { version: -1, value: [] },
+      fleet: [], perSecond: [], forecastFor: new Map(), prov: initialProvisioningState,
+      observation: new FleetObservation(), localSinceReport: 0, monitor: initialSloCycleState,
+      observed: new Map([...model.instances.map((p) => p.type), STANDBY.type].map((t) => [t, { app: model.name, threads: 1 }])),
+      tt: initialTargetTrackingState, queries: 0, capacity: { version: -1, value: [] },
     };
   });
 
@@ -357,6 +369,7 @@ export function runMark(input: MarkRunInput): MarkRunResult {
       const d = decideOverflow(overflowInputFor({ serving, queueAhead: backlog.queries, nowMs: q.arrivalMs, deadlineMs: q.arrivalMs + q.sloMs }));
       if (d.action === "local") {
         backlog.queries++;
+        lane.localSinceReport++;
         lane.backlog = backlog;
         return lane.queue;
       }
@@ -371,9 +384,7 @@ export function runMark(input: MarkRunInput): MarkRunResult {
       minuteOf(q).toLambda++;
       return lane.lambda;
     }
-    lane.completed++;
-    if (sim.nowMs - q.arrivalMs > q.sloMs) lane.missed++;
-    else minuteOf(q).met++;
+    if (sim.nowMs - q.arrivalMs <= q.sloMs) minuteOf(q).met++;
     return null;
   });
 
@@ -487,14 +498,32 @@ export function runMark(input: MarkRunInput): MarkRunResult {
   });
 
   if (!sagemaker) {
-    sim.every(10_000, () => {
+    // Every second, each running instance's worker report to the VM autoscaler's observation (the
+    // standbys' label is their own type, which the observation also reads as the lane's app).
+    const readings: ReplicaReadings = new WeakMap();
+    const lastReportMs = new Map<Machine, number>();
+    sim.every(1000, (nowMs) => {
       for (const lane of lanes) {
-        lane.monitor = observeRequests(lane.monitor, lane.completed, lane.missed);
-        lane.completed = 0;
-        lane.missed = 0;
-        const d = sloMonitorTick(lane.monitor);
-        lane.monitor = d.state;
-        if (d.launch === 0) continue;
+        const reporting = alive(lane).filter((f) => f.machine.state === "running" && !f.machine.failed);
+        const share = reporting.length > 0 ? lane.localSinceReport / reporting.length : 0;
+        lane.localSinceReport = 0;
+        for (const f of reporting) {
+          const m = f.machine;
+          const from = lastReportMs.get(m) ?? Math.min(nowMs, m.readyMs);
+          lastReportMs.set(m, nowMs);
+          const report = simulatedWorkerReport(m, nowMs, from, readings, { stateOf: () => "active", arrivalsOf: () => share });
+          lane.observation.observeReport(report, nowMs, lane.observed);
+        }
+      }
+    });
+    const plan = DEFAULT_MACHINE_PLAN_CONFIG;
+    sim.every(plan.sloPeriodMs, (nowMs) => {
+      for (const lane of lanes) {
+        const cycle = sloMonitorCycle(lane.monitor, lane.observation.takeSloSamples(), nowMs, {
+          periodMs: plan.sloPeriodMs, decay: plan.sloDecay, cooldownCycles: plan.sloCooldownCycles, slMinOf: () => plan.slMin,
+        });
+        lane.monitor = cycle.state;
+        if (!cycle.acts.some((a) => a.act === "launch")) continue;
         monitorLaunches++;
         const type = defaultType(lane);
         launch(lane, type, bootMs, { market: "on-demand" });

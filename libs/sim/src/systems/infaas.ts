@@ -40,6 +40,9 @@
  * - **Bin packing** (`packBelowUtilisation`, 80% by default as live): the dispatcher's loads and the
  *   model autoscaler's placements elsewhere go to the busiest machine with room under it (libs/policy
  *   `chooseWorker`'s `packBelow`), else spread; with null, loads go to the least utilised machine with room.
+ *   Room, for the model autoscaler and for the dispatcher when it packs, is the free resources of the
+ *   machine's latest report (libs/policy `workerFreeResources`; for the dispatcher, a machine that has
+ *   not reported yet offers what it has free); the dispatcher that spreads tries the machines in turn.
  *
  * Every setting defaults to the live services' default; a scenario that runs the paper's rule instead
  * (`withInfaasPaperRules`) names the difference in its report ({@link liveSettingsDifferences}).
@@ -97,6 +100,7 @@ import {
   FleetObservation,
   reportUtilization,
   workerRunsFromReport,
+  workerFreeResources,
   WORKER_STALE_MS,
   type ObservedVariant,
   type ProviderMachine,
@@ -298,11 +302,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       // The live dispatcher's rule (libs/policy chooseWorker) with bin packing.
       const views: WorkerView[] = live()
         .filter((m) => m.kind === kind)
-        .map((m) => {
-          const free: Record<string, number> = {};
-          for (const k of Object.keys(m.resources)) free[k] = m.free(k);
-          return { worker: m.name, hardware: m.kind, utilisation: utilization(m), threads: 0, threadsUsed: 0, variants: [], seenAtMs: sim.nowMs, free, instances: m.replicas.size };
-        });
+        .map((m) => ({ worker: m.name, hardware: m.kind, utilisation: utilization(m), threads: 0, threadsUsed: 0, variants: [], seenAtMs: sim.nowMs, free: freeResources(m), instances: m.replicas.size }));
       const maxU = Number.isFinite(maxUtilisation) ? { maxUtilisation } : {};
       const choice = chooseWorker(views, { variant: v.name, hardware: kind, threads: 0, resources: v.resources ?? {}, allowOversubscription: false, packBelow, ...maxU }, sim.nowMs);
       const m = choice.worker === undefined ? undefined : machines.find((mm) => mm.name === choice.worker);
@@ -338,11 +338,11 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   // given), and every reader reads them through the services' own code: the VM autoscaler's
   // FleetObservation (machine views, liveness, utilisation over the tick, SLO samples, tightest SLO,
   // load per kind), the dispatcher's placement and the model autoscaler through each machine's latest
-  // report (libs/policy reportUtilization).
+  // report (libs/policy reportUtilization; free resources, workerFreeResources).
   const observed = new Map<string, ObservedVariant>();
   for (const v of opts.variants) {
     const uses = v.resources ?? {};
-    observed.set(v.name, { app: v.app, threads: uses["threads"] ?? uses["cores"] ?? 1, profile: { peakQps: v.peakQps } });
+    observed.set(v.name, { app: v.app, threads: uses["threads"] ?? 1, profile: { peakQps: v.peakQps } });
   }
   const fleet = new FleetObservation({ heartbeatTimeoutMs: opts.vmConfig?.heartbeatTimeoutMs ?? DEFAULT_VM_AUTOSCALER_CONFIG.heartbeatTimeoutMs });
   const readings: ReplicaReadings = new WeakMap();
@@ -351,6 +351,18 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   function utilization(m: Machine): number {
     const held = fleet.held(m.name);
     return held ? reportUtilization(held.report, observed) : 0;
+  }
+  /**
+   * A machine's free resources as the dispatcher's placement reads them: from its latest report
+   * (libs/policy `workerFreeResources`, as the model autoscaler reads them); a machine that has not
+   * reported yet (booting, or up since the last report) offers what it has free now.
+   */
+  function freeResources(m: Machine): Record<string, number> {
+    const held = fleet.held(m.name);
+    if (held) return workerFreeResources(held.report);
+    const free: Record<string, number> = {};
+    for (const k of Object.keys(m.resources)) free[k] = m.free(k);
+    return free;
   }
   /** A variant's arrivals over a period, shared among its machines by ready replicas (by loading ones while none is ready). */
   const arrivalsOf = (variant: string, m: Machine, fromMs: number, toMs: number): number => {
@@ -598,10 +610,9 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
 
   /**
    * What each machine runs, for the model autoscaler: its latest report, read as the service reads it
-   * (libs/policy `workerRunsFromReport`: ready and loading instances, arrivals, Interfered, utilisation),
-   * for the machines that report (a booting machine is not seen yet). Its free resources are the
-   * machine's own: the scenarios' machines name resources (cores, GPU memory in GB, slots) that the
-   * live report does not carry.
+   * (libs/policy `workerRunsFromReport`: ready and loading instances, arrivals, Interfered, utilisation,
+   * and free resources, `workerFreeResources` of what the report says the machine has and holds), for
+   * the machines that report (a booting machine is not seen yet).
    */
   const machineRuns = (nowMs: number): WorkerRuns[] => {
     const out: WorkerRuns[] = [];
@@ -609,9 +620,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       // (a machine that stopped reporting is seen until its report is stale, as the service sees it)
       const held = fleet.held(m.name);
       if (!held || nowMs - held.seenAtMs > WORKER_STALE_MS) continue;
-      const free: Record<string, number> = {};
-      for (const k of Object.keys(m.resources)) free[k] = m.free(k);
-      out.push({ ...workerRunsFromReport(held.report, held.seenAtMs, observed), free });
+      out.push(workerRunsFromReport(held.report, held.seenAtMs, observed));
     }
     return out;
   };
