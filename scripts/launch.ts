@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startStack, bearer, prometheusFileSd, REPO_ROOT, ocrModels, ocrPipelineSpec, digitsModels, registerOverHttp, digitsCascadeSpec, registerPipelineOverHttp } from "@sloserve/stack";
 import { probeExecutionProvider } from "@sloserve/runtime";
+import { DEFAULT_SCALING_POLICY, SCALING_POLICIES, isScalingPolicy, scalingRulesOf } from "@sloserve/policy";
 
 /**
  * Starts the whole system locally: nats-server (JetStream) and redis-server on free ports, every
@@ -32,8 +33,13 @@ const say = (line: string): void => console.log(`[sloserve] ${line}`);
 say("starting nats-server, redis-server and the services...");
 const cpuWorkers = Number(values.workers);
 const maxWorkers = values["max-workers"] === undefined ? cpuWorkers + 2 : Number(values["max-workers"]);
-// Serverless overflow to the local function pool unless OVERFLOW says otherwise (off, lambda, lambda,local).
-const stack = await startStack({ dir, httpPort: Number(values.port), grpcPort: Number(values["grpc-port"]), cpuWorkers, maxWorkers, persistRedis: true, auth: values.auth, logLevel: process.env.LOG_LEVEL ?? "info", env: { OVERFLOW: process.env.OVERFLOW ?? "local" } });
+// The scaling policy (the vm-autoscaler's SCALING_POLICY, libs/policy scaling-policy.ts) and the
+// dispatcher's overflow that goes with it: to the local function pool unless the policy runs none
+// (infaas, static) or OVERFLOW says otherwise (off, lambda, lambda,local).
+const scalingPolicy = process.env.SCALING_POLICY ?? DEFAULT_SCALING_POLICY;
+if (!isScalingPolicy(scalingPolicy)) throw new Error(`SCALING_POLICY=${scalingPolicy}: use one of ${SCALING_POLICIES.join(", ")}`);
+const overflow = process.env.OVERFLOW ?? (scalingRulesOf(scalingPolicy).overflow ? "local" : "off");
+const stack = await startStack({ dir, httpPort: Number(values.port), grpcPort: Number(values["grpc-port"]), cpuWorkers, maxWorkers, persistRedis: true, auth: values.auth, logLevel: process.env.LOG_LEVEL ?? "info", env: { OVERFLOW: overflow, SCALING_POLICY: scalingPolicy } });
 let stopping = false;
 const stop = async (): Promise<void> => {
   if (stopping) return;
@@ -54,7 +60,7 @@ if (values["neuron-server"]) {
   const inf = await stack.startService("executor-inferentia", { NEURON_SERVER: values["neuron-server"] });
   say(`started executor-inferentia ${String(inf.info.worker)}, serving through the Neuron server at ${values["neuron-server"]}`);
 }
-say(`services up (logs: ${stack.logPath}); the vm-autoscaler runs up to ${maxWorkers} CPU worker(s), replaces lost ones, and gives back only those it launched`);
+say(`services up (logs: ${stack.logPath}); the vm-autoscaler (SCALING_POLICY=${scalingPolicy}, OVERFLOW=${overflow}) runs up to ${maxWorkers} CPU worker(s), replaces lost ones, and gives back only those it launched`);
 if (!values["no-models"]) {
   const digits = await digitsModels((p) => {
     if (p.type === "start") say(`training ${p.model} (${p.index + 1}/${p.total}, cached after this run)...`);

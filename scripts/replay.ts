@@ -3,12 +3,15 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import cliProgress from "cli-progress";
 import { connect, headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import { contentTypes, costSummarySchema, decodeTensors, encodeTensors, forecastMessageSchema, headers, servingStates, subjects, workerReportSchema, type CostSummary, type VariantRecord, type VariantState } from "@sloserve/contracts";
-import { DEFAULT_MACHINE_PLAN_CONFIG, createRng, initialSloMonitorState, observeRequest, profiledLatencyAt, quantile, reportUtilization, toVariantProfile, type VariantProfile } from "@sloserve/policy";
+import { calibrationSchema, contentTypes, costSummarySchema, decodeTensors, describeZodError, encodeTensors, forecastMessageSchema, headers, servingStates, subjects, workerReportSchema, type Calibration, type CostSummary, type VariantState } from "@sloserve/contracts";
+import { DEFAULT_MACHINE_PLAN_CONFIG, createRng, initialSloMonitorState, observeRequest, pricePerSecond, profiledLatencyAt, quantile, reportUtilization, type ScalingPolicy, type VariantProfile } from "@sloserve/policy";
 import {
   AUTO_PEAK_WORKERS,
   DEFAULT_TWITTER_TRACE,
   REPLAY_DEFAULTS,
+  calibratedProfile,
+  predictReplay,
+  replayPreloadVariant,
   autoPeakQps,
   parseTrace,
   renderReplaySvg,
@@ -23,10 +26,11 @@ import {
   traceDollars,
   type ReplayConfig,
   type ReplaySideSeries,
+  type ReplaySimResult,
   type ReplaySummary,
 } from "@sloserve/sim";
-import { REPO_ROOT, digitsModels, ocrModels, registerOverHttp, startStack, waitForProfiles, type BundledModel, type Stack } from "@sloserve/stack";
-import { Network, exportNetwork } from "@sloserve/zoo";
+import { REPO_ROOT, ocrModels, startStack, type Stack } from "@sloserve/stack";
+import { profileOf, registerApp, type Listing } from "./replay-models.js";
 
 /**
  * `npm run replay`: a real trace, time-compressed, through the running stack and through the simulator
@@ -40,10 +44,14 @@ import { Network, exportNetwork } from "@sloserve/zoo";
  * .run/nats/nats.conf (npm start's).
  */
 
-const USAGE = `usage: npm run replay -- --out DIR [--trace FILE] [--speedup K] [--start-minute S] [--minutes M]
-       [--peak-qps Q|auto] [--app APP] [--slo-ms MS] [--min-accuracy A] [--base URL [--nats URL]]
-       [--max-workers N] [--seed N] [--no-progress]
-       npm run -s replay -- --print-env [--speedup K]   (the stack's environment, for --base)`;
+const USAGE = `usage: npm run replay -- --out DIR --calibration FILE [--emulated] [--policy combined|infaas|mark|static-peak]
+       [--trace FILE] [--speedup K] [--start-minute S] [--minutes M] [--peak-qps Q|auto | --peak-workers N]
+       [--app APP] [--slo-ms MS] [--min-accuracy A] [--base URL [--nats URL]] [--max-workers N] [--seed N]
+       [--consistency] [--no-progress]
+       npm run -s replay -- --print-env [--speedup K] [--policy P] [--emulated --calibration FILE]   (the stack's environment, for --base)`;
+
+/** The replay's policies: the vm-autoscaler's SCALING_POLICY, and static-peak: a static fleet sized for the window's peak. */
+const REPLAY_POLICIES = ["combined", "infaas", "mark", "static-peak"] as const;
 
 const { values } = parseArgs({
   options: {
@@ -59,7 +67,12 @@ const { values } = parseArgs({
     nats: { type: "string" },
     out: { type: "string" },
     seed: { type: "string", default: "1" },
-    "max-workers": { type: "string", default: "4" },
+    "max-workers": { type: "string" },
+    "peak-workers": { type: "string" },
+    calibration: { type: "string" },
+    consistency: { type: "boolean", default: false },
+    emulated: { type: "boolean", default: false },
+    policy: { type: "string", default: "combined" },
     "request-timeout-ms": { type: "string", default: "30000" },
     "no-progress": { type: "boolean", default: false },
     "print-env": { type: "boolean", default: false },
@@ -83,48 +96,101 @@ const peakGiven = values["peak-qps"] === "auto" ? undefined : num("peak-qps", va
 const sloMs = num("slo-ms", values["slo-ms"], (n) => n > 0);
 const minAccuracy = num("min-accuracy", values["min-accuracy"], (n) => n >= 0 && n <= 1);
 const seed = num("seed", values.seed, Number.isInteger);
-const maxWorkers = num("max-workers", values["max-workers"], (n) => Number.isInteger(n) && n >= 1);
+const peakWorkers = values["peak-workers"] === undefined ? undefined : num("peak-workers", values["peak-workers"], (n) => n > 0);
+if (peakWorkers !== undefined && peakGiven !== undefined) problems.push("--peak-workers and --peak-qps: give one (the peak in workers, or in queries/s)");
+const maxWorkers = values["max-workers"] === undefined ? Math.max(4, Math.ceil(peakWorkers ?? 0) + 2) : num("max-workers", values["max-workers"], (n) => Number.isInteger(n) && n >= 1);
+const replayPolicy = values.policy as (typeof REPLAY_POLICIES)[number];
+if (!REPLAY_POLICIES.includes(replayPolicy)) problems.push(`--policy: "${values.policy}" is not one of ${REPLAY_POLICIES.join(", ")}`);
+if (!values.calibration && !values.consistency && !values["print-env"]) problems.push("--calibration FILE: the prediction is made from a calibration (npm run calibrate -- --out FILE; --emulated: npm run calibrate -- --emulated --from NATIVE.json --out FILE), or give --consistency for the simulator fed this run's own measurements");
+if (values.emulated && !values.calibration) problems.push("--emulated: give --calibration FILE (an emulated calibration: the workers serve its batch times)");
 const requestTimeoutMs = num("request-timeout-ms", values["request-timeout-ms"], (n) => n > 0);
 if (problems.length > 0) {
   console.error(`${problems.join("\n")}\n${USAGE}`);
   process.exit(2);
 }
 const app = values.app;
-if (values["print-env"]) {
-  // For --base: the environment to start the stack with (`env $(npm run -s replay -- --print-env) npm start -- --workers 1 --max-workers 4`).
-  const e = replayStackEnv(replayConfig({ speedup, app, sloMs, minAccuracy, maxWorkers }));
-  console.log(Object.entries({ ...e.all, ...e.vmAutoscaler, WORKER_THREADS: "1", VARIANT_HARDWARE: "cpu", VARIANT_BATCH_SIZES: "1", VARIANT_CPU_THREADS: "1" }).map(([k, v]) => `${k}=${v}`).join(" "));
-  process.exit(0);
-}
 /** Paths given on the command line are relative to where `npm run` was typed (npm runs scripts from the repository root). */
 const userDir = process.env.INIT_CWD ?? process.cwd();
+/** The frozen calibration the prediction reads (and the emulated workers serve), checked before anything starts. */
+const calibrationPath = values.calibration ? resolve(userDir, values.calibration) : undefined;
+const calibration: Calibration | undefined = calibrationPath ? readCalibration(calibrationPath) : undefined;
+function readCalibration(path: string): Calibration {
+  const parsed = calibrationSchema.safeParse(JSON.parse(readFileSync(path, "utf8")));
+  if (!parsed.success) {
+    console.error(`--calibration ${path}: ${describeZodError(parsed.error)}`);
+    process.exit(2);
+  }
+  const c = parsed.data;
+  const wanted = values.emulated ? "emulated" : "native";
+  if (c.backend !== wanted) {
+    console.error(`--calibration ${path}: it measured ${c.backend} workers, and this run has ${wanted} ones${values.emulated ? "" : " (add --emulated, or calibrate without it)"}`);
+    process.exit(2);
+  }
+  if (c.app !== app) {
+    console.error(`--calibration ${path}: it calibrated app ${c.app}, not ${app}`);
+    process.exit(2);
+  }
+  return c;
+}
+const policy: ScalingPolicy = replayPolicy === "static-peak" ? "static" : replayPolicy;
+const baseConfig = replayConfig({ speedup, app, sloMs, minAccuracy, maxWorkers, policy });
+/** The calibration's variants as the decision code reads them; the peak and the static fleet are sized on the one selection serves. */
+const calibratedVariants = calibration?.variants.map(calibratedProfile) ?? [];
+const servedCalibrated = calibration ? replayPreloadVariant(calibratedVariants, baseConfig) : undefined;
+/** The peak from the calibration (known before the stack starts: both sides get the same arrivals); else, as before, from the live profiles. */
+const peakFromCalibration = peakGiven ?? (servedCalibrated ? autoPeakQps([servedCalibrated], baseConfig, peakWorkers ?? AUTO_PEAK_WORKERS) : undefined);
+if (calibration && peakFromCalibration === undefined) {
+  console.error(`--calibration: no calibrated variant of ${app} meets the SLO of ${sloMs} ms`);
+  process.exit(2);
+}
+/** static-peak: as many static workers as the peak needs at the plan's target utilisation. */
+const staticPeakWorkers = (): number => {
+  const one = servedCalibrated ? autoPeakQps([servedCalibrated], baseConfig, 1) : undefined;
+  if (peakWorkers !== undefined) return Math.ceil(peakWorkers);
+  if (!one || peakFromCalibration === undefined) throw new Error("--policy static-peak: needs --calibration (to size the fleet for the peak)");
+  return Math.ceil(peakFromCalibration / one);
+};
+const staticWorkers = replayPolicy === "static-peak" ? staticPeakWorkers() : undefined;
+const config = replayConfig({ speedup, app, sloMs, minAccuracy, maxWorkers: Math.max(maxWorkers, staticWorkers ?? 0), policy, ...(staticWorkers !== undefined ? { staticWorkers } : {}) });
+const env = replayStackEnv(config);
+if (values.emulated && calibrationPath) {
+  // Every worker serves the calibration's batch times: the stack's own and those the vm-autoscaler launches.
+  Object.assign(env.all, { BACKEND: "emulated", EMULATED_CALIBRATION: calibrationPath });
+  Object.assign(env.vmAutoscaler, { LOCAL_WORKER_BACKEND: "emulated" });
+}
+if (values["print-env"]) {
+  // For --base: the environment to start the stack with (`env $(npm run -s replay -- --print-env) npm start -- --workers 1 --max-workers 4`).
+  console.log(Object.entries({ ...env.all, ...env.vmAutoscaler, WORKER_THREADS: "1", VARIANT_HARDWARE: "cpu", VARIANT_BATCH_SIZES: "1", VARIANT_CPU_THREADS: "1" }).map(([k, v]) => `${k}=${v}`).join(" "));
+  process.exit(0);
+}
 const outDir = resolve(userDir, values.out ?? ".");
 mkdirSync(outDir, { recursive: true });
 const say = (line: string): void => console.log(`[replay] ${line}`);
 
-const config = replayConfig({ speedup, app, sloMs, minAccuracy, maxWorkers });
 const trace = parseTrace(readFileSync(values.trace === DEFAULT_TWITTER_TRACE ? resolve(REPO_ROOT, values.trace) : resolve(userDir, values.trace), "utf8"));
-// Checked before anything starts (the peak is known once the app is profiled).
-replaySchedule(trace, { startMinute, minutes, peakQps: peakGiven ?? 1 }, speedup);
-const env = replayStackEnv(config);
+// Checked before anything starts (without a calibration, the peak is known once the app is profiled).
+replaySchedule(trace, { startMinute, minutes, peakQps: peakFromCalibration ?? 1 }, speedup);
+
+// ------------------------------------------------------------------------------------ the prediction
+
+/**
+ * The simulator's prediction, made before the stack starts from the calibration, the trace, the seed
+ * and the settings alone (libs/sim `predictReplay`), and written at once (DIR/prediction.json).
+ */
+const predicted = calibration && peakFromCalibration !== undefined ? predictFirst(calibration, peakFromCalibration) : undefined;
+function predictFirst(c: Calibration, peak: number): { result: ReplaySimResult; arrivals: number[]; schedule: ReturnType<typeof replaySchedule> } {
+  const schedule = replaySchedule(trace, { startMinute, minutes, peakQps: peak }, speedup);
+  const arrivals = replayArrivals(schedule, seed);
+  const result = predictReplay({ calibration: c, config, arrivalsMs: arrivals, durationMs: schedule.durationMs, seed });
+  writeFileSync(
+    join(outDir, "prediction.json"),
+    JSON.stringify({ command: `npm run replay -- ${process.argv.slice(2).join(" ")}`, date: new Date().toISOString(), calibration: { path: calibrationPath, date: c.date, backend: c.backend }, policy: replayPolicy, peak_qps: peak, prediction: predictionOf(result.summary), launches: result.launches }, null, 1),
+  );
+  say(`predicted from ${calibrationPath} (${c.backend} workers, calibrated ${c.date}): ${fmtPrediction(predictionOf(result.summary))}`);
+  return { result, arrivals, schedule };
+}
 
 // ------------------------------------------------------------------------------------ the stack
-
-/** The compute-bound MLP of the default app (why: docs/ARCHITECTURE.md "Live replay"). */
-function heavyMlp(dir: string): BundledModel {
-  const network = new Network([{ type: "flatten" }, { type: "dense", units: 4096 }, { type: "relu" }, { type: "dense", units: 4096 }, { type: "relu" }, { type: "dense", units: 10 }], [1, 28, 28], createRng(7));
-  const path = join(dir, "heavy-mlp.onnx");
-  writeFileSync(path, exportNetwork(network, "heavy-mlp"));
-  return { app: "heavy", name: "heavy-mlp", task: "image-classification", dataset: "none", path };
-}
-
-async function modelsOf(appName: string, dir: string): Promise<BundledModel[]> {
-  if (appName === "heavy") return [heavyMlp(dir)];
-  if (appName === "digits") return digitsModels();
-  const ocr = ocrModels().filter((m) => m.app === appName);
-  if (ocr.length > 0) return ocr;
-  throw new Error(`--app ${appName}: the replay registers heavy, digits or an OCR app (ocr-det, ocr-cls, ocr-rec) itself; for another app, start the stack and register it, then pass --base`);
-}
 
 let stack: Stack | undefined;
 let baseUrl = values.base ?? "";
@@ -149,14 +215,7 @@ if (!values.base) {
   });
   baseUrl = stack.httpUrl;
   natsUrl = stack.nats.url;
-  const modelDir = join(outDir, "models");
-  mkdirSync(modelDir, { recursive: true });
-  for (const m of await modelsOf(app, modelDir)) {
-    const r = await registerOverHttp(baseUrl, m);
-    if (r.status !== 201) throw new Error(`registering ${m.name}: ${r.status} ${JSON.stringify(r.body)}`);
-    say(`registered ${m.app}/${m.name}; profiling...`);
-    await waitForProfiles(baseUrl, m.name, "cpu", 300_000);
-  }
+  await registerApp(baseUrl, app, join(outDir, "models"), say);
 } else {
   if (!natsUrl) {
     const conf = join(REPO_ROOT, ".run", "nats", "nats.conf");
@@ -169,32 +228,8 @@ if (!values.base) {
 
 // ------------------------------------------------------------------------------------ the app
 
-interface Listing {
-  models: Array<{ name: string; app: string; inputs: Array<{ name: string; datatype: string; shape: number[] }>; variants: Array<Record<string, unknown>> }>;
-}
 const listing = (await (await fetch(`${baseUrl}/v1/apps/${app}/models`)).json()) as Listing;
 if (!Array.isArray(listing.models) || listing.models.length === 0) throw new Error(`GET /v1/apps/${app}/models: no model in app ${app}: ${JSON.stringify(listing).slice(0, 300)}`);
-/** The registry's description of a variant → the decision code's profile (libs/policy toVariantProfile, as the services do). */
-function profileOf(model: Listing["models"][number], v: Record<string, unknown>): VariantProfile | undefined {
-  const latency = v.latency_ms as Record<string, number> | null;
-  const record: VariantRecord = {
-    name: String(v.name),
-    model: model.name,
-    app: model.app,
-    hardware: v.hardware as VariantRecord["hardware"],
-    maxBatch: Number(v.batch_size),
-    batchWaitMs: 0,
-    quantization: v.quantization as VariantRecord["quantization"],
-    threads: Number(v.threads),
-    object: "",
-    accuracy: (v.accuracy as number | null) ?? null,
-    profiled: v.profiled === true,
-    profile: latency
-      ? { loadLatencyMs: Number(v.load_latency_ms), latencyMs: latency, peakQps: Number(v.peak_qps), memoryBytes: Number(v.memory_bytes), accuracy: (v.accuracy as number | null) ?? null, sampleShape: {}, worker: String(v.profiled_on), profiledAtMs: 0 }
-      : null,
-  };
-  return toVariantProfile(record);
-}
 const variants = listing.models.flatMap((m) => m.variants.map((v) => profileOf(m, v)).filter((p): p is VariantProfile => p !== undefined && p.hardware === "cpu"));
 /** Each variant's threads, as the vm-autoscaler weighs a report's busy shares (libs/policy reportUtilization). */
 const threadsByVariant = new Map(listing.models.flatMap((m) => m.variants.map((v) => [String(v.name), { threads: Number(v.threads) }] as const)));
@@ -399,11 +434,18 @@ for (const i of status.instances) if (variants.some((v) => v.name === i.variant)
 say(`warm: ${[...preload].map(([v, n]) => `${v} ×${n}`).join(", ") || "nothing active"}`);
 // The peak: given, or 1.5 × 80% of what one worker serves with the variant the warm-up loaded.
 const served = variants.filter((v) => preload.has(v.name));
-const peakQps = peakGiven ?? autoPeakQps(served.length > 0 ? served : variants, config);
+// With a calibration, the peak and the arrivals are the prediction's (made before the stack started).
+const peakQps = peakFromCalibration ?? peakGiven ?? autoPeakQps(served.length > 0 ? served : variants, config);
 if (peakQps === undefined) throw new Error(`--peak-qps auto: no profiled CPU variant of ${app} meets the SLO of ${sloMs} ms`);
-const schedule = replaySchedule(trace, { startMinute, minutes, peakQps }, speedup);
-const arrivals = replayArrivals(schedule, seed);
-say(`${values.trace}: minutes ${startMinute} … ${startMinute + minutes - 1} (${schedule.gapMinutes} gap minutes filled), peak ${peakQps} qps${peakGiven === undefined ? ` (auto: ${AUTO_PEAK_WORKERS} × 80% of what one worker serves with ${served[0]?.name ?? "the app's best variant"})` : ""}, ${speedup}× → ${(schedule.durationMs / 60_000).toFixed(2)} min, ${arrivals.length} queries`);
+const schedule = predicted?.schedule ?? replaySchedule(trace, { startMinute, minutes, peakQps }, speedup);
+const arrivals = predicted?.arrivals ?? replayArrivals(schedule, seed);
+const peakHow =
+  peakGiven !== undefined
+    ? ""
+    : servedCalibrated
+      ? ` (${peakWorkers ?? AUTO_PEAK_WORKERS} × 80% of what one worker serves with ${servedCalibrated.name}, as calibrated)`
+      : ` (auto: ${AUTO_PEAK_WORKERS} × 80% of what one worker serves with ${served[0]?.name ?? "the app's best variant"})`;
+say(`${values.trace}: minutes ${startMinute} … ${startMinute + minutes - 1} (${schedule.gapMinutes} gap minutes filled), peak ${peakQps} qps${peakHow}, ${speedup}× → ${(schedule.durationMs / 60_000).toFixed(2)} min, ${arrivals.length} queries`);
 
 // Then the function path: a burst the worker cannot take within the SLO, so the dispatcher's own rule sends
 // the excess to functions and the pool's containers start now, as they would have in the hours before a
@@ -669,44 +711,50 @@ const simInput = {
   ...(measured.start_utilization !== null ? { startUtilization: measured.start_utilization } : {}),
   seed,
 };
-const simResult = runReplaySim({ ...simInput, slowdown: slowdownSeries, observedFactor: observedFactorSeries });
-/** The simulator on the profiles alone (no measured slowdown): what it predicts before seeing the machine run. */
-const simProfiled = runReplaySim(simInput);
+/** --consistency: the simulator fed this run's own measurements (a debugging aid: it agrees by construction where it reads them). */
+const consistency = values.consistency ? runReplaySim({ ...simInput, slowdown: slowdownSeries, observedFactor: observedFactorSeries }) : undefined;
 
 // ------------------------------------------------------------------------------------ output
 
-const rows = replaySeriesRows(startMinute, speedup, simResult.series, liveSeries);
+/** The side the live run is set against: the prediction, or without a calibration the consistency run. */
+const against = (predicted?.result ?? consistency)!;
+const rows = replaySeriesRows(startMinute, speedup, against.series, liveSeries);
+const pricePerS = pricePerSecond(config.instanceType);
+const livePrediction = predictionOf(live);
 const report = {
   command: `npm run replay -- ${process.argv.slice(2).join(" ")}`,
   date: new Date().toISOString(),
   trace: values.trace,
   window: { start_minute: startMinute, minutes, gap_minutes_filled: schedule.gapMinutes, peak_qps: peakQps, speedup, duration_s: schedule.durationMs / 1000, started_at_ms: t0 },
-  /** The live side's state when the window started (the simulator's: the same instances, Active; an empty SLO memory; the static workers). */
+  policy: replayPolicy,
+  workers: values.emulated ? "emulated" : "native",
+  /** The live side's state when the window started (the prediction's: the calibrated variant loaded on the static workers, an empty SLO memory). */
   window_start: windowStart,
   settings: { ...configReport(config), stack_env: { ...env.all, ...env.vmAutoscaler }, stack: values.base ? "given (--base)" : "started by the replay" },
+  calibration: calibration ? { path: calibrationPath, date: calibration.date, backend: calibration.backend, host: calibration.host } : null,
   variants,
-  measured: { ...measured, slowdown_by_second: slowdownSeries.map((x) => Math.round(x * 100) / 100), observed_factor_by_second: observedFactorSeries.map((x) => Math.round(x * 100) / 100) },
-  live: liveReport,
-  sim: simResult.summary,
-  sim_as_profiled: simProfiled.summary,
-  // Neither side launched nor overflowed: they agree (1); only live spent: no ratio (null).
-  cost_ratio_live_over_sim: simResult.summary.cost_dollars > 0 ? live.cost_dollars / simResult.summary.cost_dollars : live.cost_dollars === 0 ? 1 : null,
+  live: { ...liveReport, machine_seconds: live.machine_dollars / pricePerS },
+  /** From the calibration alone, made before the stack started (DIR/prediction.json). */
+  prediction: predicted ? predictionOf(predicted.result.summary) : null,
+  prediction_error: predicted ? predictionError(livePrediction, predictionOf(predicted.result.summary)) : null,
+  /** --consistency: the simulator fed this run's measurements (agrees by construction where it reads them; not a prediction). */
+  consistency: consistency ? { summary: consistency.summary, measured: { ...measured, slowdown_by_second: slowdownSeries.map((x) => Math.round(x * 100) / 100), observed_factor_by_second: observedFactorSeries.map((x) => Math.round(x * 100) / 100) } } : null,
   /** Launch by launch, both sides: when (s of the window), how long billed (real s), $ (trace time), why; each side's sum is its machine_dollars. */
-  launches: { live: liveLaunches, sim: simResult.launches },
+  launches: { live: liveLaunches, predicted: predicted?.result.launches ?? null, consistency: consistency?.launches ?? null },
   series: rows,
 };
 writeFileSync(join(outDir, "replay.json"), JSON.stringify(report, null, 1));
-writeFileSync(join(outDir, "decisions-sim.json"), JSON.stringify(simResult.log, null, 1));
-writeFileSync(join(outDir, "replay.svg"), await renderReplaySvg(rows, `${values.trace} minutes ${startMinute}-${startMinute + minutes - 1} at ${speedup}×, peak ${peakQps} qps, app ${app}, SLO ${sloMs} ms: live and sim`, speedup, Math.max(1, Math.round(seconds / 120))));
+writeFileSync(join(outDir, "decisions-sim.json"), JSON.stringify(against.log, null, 1));
+writeFileSync(join(outDir, "replay.svg"), await renderReplaySvg(rows, `${values.trace} minutes ${startMinute}-${startMinute + minutes - 1} at ${speedup}×, peak ${peakQps} qps, app ${app}, SLO ${sloMs} ms: live and ${predicted ? "predicted" : "consistency"}`, speedup, Math.max(1, Math.round(seconds / 120))));
 
 const fmt = (s: ReplaySummary): string =>
-  `queries ${s.queries}, answered ${s.answered}, failed ${s.failed}, SLO ${(s.slo_attainment * 100).toFixed(2)}%, p99 ${s.p99_ms.toFixed(0)} ms, cost $${s.cost_dollars.toFixed(3)} (machines ${s.machine_dollars.toFixed(3)} + functions ${s.function_dollars.toFixed(4)}; static workers ${s.static_dollars.toFixed(3)} on top), to functions ${(s.overflow_share * 100).toFixed(2)}%, workers max ${s.workers_max}, launches ${s.launches}`;
+  `queries ${s.queries}, answered ${s.answered}, failed ${s.failed}, SLO ${(s.slo_attainment * 100).toFixed(2)}%, p99 ${s.p99_ms.toFixed(0)} ms, cost $${s.cost_dollars.toFixed(3)} (machines ${s.machine_dollars.toFixed(3)}, functions ${s.function_dollars.toFixed(4)}), launches ${s.launches}, most workers ${s.workers_max}`;
 say(`live: ${fmt(live)}`);
-say(`sim:  ${fmt(simResult.summary)}`);
-say(`sim, profiles alone: ${fmt(simProfiled.summary)}`);
+if (predicted) say(`predicted: ${fmt(predicted.result.summary)}; error: ${JSON.stringify(report.prediction_error)}`);
+if (consistency) say(`consistency (fed this run's measurements): ${fmt(consistency.summary)}`);
 const held = (xs: ReadonlyArray<{ at_s: number; held_s: number }>): string => xs.map((x) => `${Math.round(x.at_s)}+${x.held_s.toFixed(1)}`).join(" ");
-say(`launches, s of the window + s billed: live ${held(liveLaunches)}; sim ${held(simResult.launches)}`);
-say(`wrote ${join(outDir, "replay.json")}, replay.svg, decisions-live.jsonl, decisions-sim.json`);
+say(`launches, s of the window + s billed: live ${held(liveLaunches)}; ${predicted ? "predicted" : "consistency"} ${held(against.launches)}`);
+say(`wrote ${join(outDir, "replay.json")}, replay.svg, decisions-live.jsonl, decisions-sim.json${predicted ? ", prediction.json" : ""}`);
 
 for (const s of subs) s.unsubscribe();
 await nc.drain();
@@ -715,4 +763,23 @@ await stopStack();
 
 function configReport(c: ReplayConfig): Record<string, unknown> {
   return { ...c };
+}
+
+/** What a prediction states of a run (replay.json `prediction`; the live side's, to compare). */
+function predictionOf(s: ReplaySummary): { queries: number; cost_dollars: number; machine_seconds: number; launches: number; slo_attainment: number; p99_ms: number; overflow_share: number; workers_max: number } {
+  return { queries: s.queries, cost_dollars: s.cost_dollars, machine_seconds: s.machine_dollars / pricePerSecond(config.instanceType), launches: s.launches, slo_attainment: s.slo_attainment, p99_ms: s.p99_ms, overflow_share: s.overflow_share, workers_max: s.workers_max };
+}
+function fmtPrediction(p: ReturnType<typeof predictionOf>): string {
+  return `cost $${p.cost_dollars.toFixed(3)}, ${p.machine_seconds.toFixed(0)} machine-s (trace time), ${p.launches} launch(es), SLO ${(p.slo_attainment * 100).toFixed(2)}%, p99 ${p.p99_ms.toFixed(0)} ms`;
+}
+/** How far live came from the prediction: ratios live / predicted (1 where both are 0; null where only live is), differences live − predicted. */
+function predictionError(l: ReturnType<typeof predictionOf>, p: ReturnType<typeof predictionOf>): Record<string, number | null> {
+  const ratio = (a: number, b: number): number | null => (b > 0 ? a / b : a === 0 ? 1 : null);
+  return {
+    cost_ratio_live_over_predicted: ratio(l.cost_dollars, p.cost_dollars),
+    machine_seconds_ratio_live_over_predicted: ratio(l.machine_seconds, p.machine_seconds),
+    launches_live_minus_predicted: l.launches - p.launches,
+    slo_points_live_minus_predicted: 100 * (l.slo_attainment - p.slo_attainment),
+    p99_ratio_live_over_predicted: ratio(l.p99_ms, p.p99_ms),
+  };
 }

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "@sloserve/stack";
 
 /**
- * Live replay end to end (scripts/replay.ts): two trace minutes of the bundled Twitter trace at 12×
+ * Live replay end to end (scripts/replay.ts), the prediction first: two trace minutes of the bundled Twitter trace at 12×
  * (10 s of load at up to 20 queries/s) through a stack the replay starts itself (real nats-server,
  * redis-server and services; the MLP registered and profiled), then the simulator on the same arrivals.
  * Checks the structure of replay.json and that every query is counted once on each side, not the
@@ -33,22 +33,62 @@ function run(args: string[], timeoutMs: number): Promise<{ code: number | null; 
   });
 }
 
+/**
+ * A hand-written calibration (libs/contracts `calibrationSchema`) of the heavy app's fp32 variant: the
+ * test checks the replay's bookkeeping (the prediction made first, the same arrivals, every query
+ * counted once), not how well it predicts (that is `npm run replay` with `npm run calibrate`'s file).
+ */
+function calibrationFile(dir: string): string {
+  const calibration = {
+    version: 1,
+    date: "2026-11-29T00:00:00.000Z",
+    command: "hand-written for test/replay.test.ts",
+    host: { cores: 2, memoryBytes: 24e9, loadAverage: [0, 0, 0] },
+    backend: "native",
+    app: "heavy",
+    variants: [
+      { name: "heavy-mlp--cpu-fp32-b1-t1", model: "heavy-mlp", app: "heavy", hardware: "cpu", batchSize: 1, accuracy: 0, latencyMs: { "1": 5 }, peakQps: 200, loadLatencyMs: 300, pricePerS: 0.17 / 3600, profiled: true, resources: { threads: 1, memoryBytes: 150e6 } },
+    ],
+    emulation: { variants: { "heavy-mlp--cpu-fp32-b1-t1": { batches: { "1": { p50: 5, p99: 8 } } } }, models: {} },
+    contention: [
+      { demand: 0.2, booting: 0, slowdown: 1.1, p50Ratio: 1.1, samples: 10 },
+      { demand: 1.5, booting: 0, slowdown: 1.6, p50Ratio: 1.5, samples: 10 },
+    ],
+    bootMs: [2000, 2500],
+    functions: { coldStartMs: [3500], warmMs: [40, 60] },
+    reports: { periodMs: 1000, jitterMs: 20 },
+    workerMemoryBytes: 2e10,
+  };
+  const path = join(dir, "calibration.json");
+  writeFileSync(path, JSON.stringify(calibration));
+  return path;
+}
+
 describe("replay", () => {
-  it("replay - drives the stack and the simulator with the same arrivals and counts every query once", async () => {
+  it("replay - predicts from the calibration first, then drives the stack with the same arrivals, and counts every query once", async () => {
     const out = mkdtempSync(join(tmpdir(), "sloserve-replay-"));
-    const { code, output } = await run(["--out", out, "--start-minute", "92", "--minutes", "2", "--speedup", "12", "--peak-qps", "20", "--slo-ms", "1000", "--no-progress"], 300_000);
+    const cal = calibrationFile(out);
+    const { code, output } = await run(["--out", out, "--calibration", cal, "--consistency", "--start-minute", "92", "--minutes", "2", "--speedup", "12", "--peak-qps", "20", "--slo-ms", "1000", "--no-progress"], 300_000);
     expect(code, output.slice(-4000)).toBe(0);
+    // The prediction was written before the stack started, and is the report's.
+    const first = JSON.parse(readFileSync(join(out, "prediction.json"), "utf8")) as { prediction: Record<string, number>; date: string };
     const report = JSON.parse(readFileSync(join(out, "replay.json"), "utf8")) as Record<string, unknown> & {
-      live: Record<(typeof KEYS)[number], number>;
-      sim: Record<(typeof KEYS)[number], number>;
+      live: Record<(typeof KEYS)[number], number> & { machine_seconds: number; launches: number };
+      prediction: Record<string, number>;
+      prediction_error: Record<string, number | null>;
+      consistency: { summary: Record<(typeof KEYS)[number], number> };
       series: Array<{ t_s: number; trace_minute: number; live?: Record<string, number | null>; sim: Record<string, number | null> }>;
       window: { duration_s: number; speedup: number; started_at_ms: number };
       window_start: { settle_queries: number; slo_miss_fraction: number };
-      launches: Record<"live" | "sim", Array<{ at_s: number; held_s: number; dollars: number; reason: string }>>;
+      launches: Record<"live" | "predicted" | "consistency", Array<{ at_s: number; held_s: number; dollars: number; reason: string }>>;
     };
-    for (const side of ["live", "sim"] as const) {
-      for (const k of KEYS) expect(typeof report[side][k], `${side}.${k}`).toBe("number");
-      const s = report[side];
+    expect(report.prediction).toEqual(first.prediction);
+    expect(Date.parse(first.date)).toBeLessThan(report.window.started_at_ms);
+    for (const k of ["queries", "cost_dollars", "machine_seconds", "launches", "slo_attainment", "p99_ms"]) expect(typeof report.prediction[k], `prediction.${k}`).toBe("number");
+    for (const k of ["cost_ratio_live_over_predicted", "launches_live_minus_predicted", "slo_points_live_minus_predicted", "p99_ratio_live_over_predicted", "machine_seconds_ratio_live_over_predicted"]) expect(k in report.prediction_error, k).toBe(true);
+    expect(report.prediction_error.launches_live_minus_predicted).toBe(report.live.launches - report.prediction.launches!);
+    for (const [side, s] of [["live", report.live], ["consistency", report.consistency.summary]] as const) {
+      for (const k of KEYS) expect(typeof s[k], `${side}.${k}`).toBe("number");
       expect(s.queries, side).toBeGreaterThan(0);
       expect(s.answered + s.failed, `${side}: queries = answered + failed`).toBe(s.queries);
       expect(s.slo_attainment).toBeGreaterThanOrEqual(0);
@@ -56,13 +96,12 @@ describe("replay", () => {
       expect(s.overflow_share).toBeGreaterThanOrEqual(0);
       expect(s.workers_max, side).toBeGreaterThanOrEqual(1);
     }
-    // The same arrivals on both sides.
-    expect(report.sim.queries).toBe(report.live.queries);
-    // Launch by launch: each side's launches add up to its machine_dollars.
-    for (const side of ["live", "sim"] as const) {
-      const machineDollars = (report[side] as unknown as { machine_dollars: number }).machine_dollars;
-      expect(report.launches[side].reduce((a, l) => a + l.dollars, 0), side).toBeCloseTo(machineDollars, 9);
-    }
+    // The same arrivals on every side.
+    expect(report.prediction.queries).toBe(report.live.queries);
+    expect(report.consistency.summary.queries).toBe(report.live.queries);
+    // Launch by launch: the live side's launches add up to its machine_dollars.
+    expect(report.launches.live.reduce((a, l) => a + l.dollars, 0)).toBeCloseTo((report.live as unknown as { machine_dollars: number }).machine_dollars, 9);
+    expect(Array.isArray(report.launches.predicted)).toBe(true);
     // The window's start: settled, and on a tick of the live vm-autoscaler.
     expect(report.window_start.settle_queries).toBeGreaterThan(0);
     expect(report.window_start.slo_miss_fraction).toBeGreaterThanOrEqual(0);
@@ -71,11 +110,21 @@ describe("replay", () => {
     expect(report.series.length).toBe(Math.ceil(report.window.duration_s));
     const sent = report.series.reduce((a, r) => a + Number(r.live?.load ?? 0), 0);
     expect(sent).toBe(report.live.queries);
-    expect(report.series.reduce((a, r) => a + Number(r.sim.load ?? 0), 0)).toBe(report.sim.queries);
+    expect(report.series.reduce((a, r) => a + Number(r.sim.load ?? 0), 0)).toBe(report.prediction.queries);
     for (const r of report.series) for (const k of ["load", "workers", "overflow", "misses"]) expect(typeof r.sim[k]).toBe("number");
     expect(report.series[0]?.trace_minute).toBe(92);
     const svg = readFileSync(join(out, "replay.svg"), "utf8");
     expect(svg.startsWith("<svg")).toBe(true);
     expect(existsSync(join(out, "decisions-live.jsonl"))).toBe(true);
   }, 330_000);
+
+  it("replay - refuses to run without a calibration (or --consistency), and a calibration of other workers", async () => {
+    const out = mkdtempSync(join(tmpdir(), "sloserve-replay-"));
+    const none = await run(["--out", out, "--no-progress"], 60_000);
+    expect(none.code).toBe(2);
+    expect(none.output).toMatch(/--calibration FILE/);
+    const emulated = await run(["--out", out, "--calibration", calibrationFile(out), "--emulated", "--no-progress"], 60_000);
+    expect(emulated.code).toBe(2);
+    expect(emulated.output).toMatch(/it measured native workers, and this run has emulated ones/);
+  }, 130_000);
 });

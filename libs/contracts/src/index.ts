@@ -11,3 +11,4 @@ export * from "./clock.js";
 export * from "./pipelines.js";
 export * from "./access.js";
 export * from "./nats-permissions.js";
+export * from "./calibration.js";

@@ -23,9 +23,12 @@ export interface ModelBackend {
   /**
    * An emulated engine (emulated-backend.ts): its outputs are zeros, its answers say
    * `"backend":"emulated"` in `served_by`, and the profiler records `accuracy` (its calibration's;
-   * absent: the variant's earlier accuracy) instead of measuring it.
+   * absent: the variant's earlier accuracy) instead of measuring it. `quantiles`: the median and P99,
+   * ms, of the distribution a batch of `batch` rows draws its wait from; the profiler records them as
+   * the profile's latencies (its timed runs would be a few draws of it: a noisy median) and times no
+   * more than one run per batch size. Absent: the profiler times the batches as for any engine.
    */
-  emulated?: { accuracy?: number };
+  emulated?: { accuracy?: number; quantiles?: (batch: number) => { p50: number; p99: number } };
 }
 
 export type BackendHealth = { ok: true } | { ok: false; reason: string };

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { randomInt } from "node:crypto";
-import { describeZodError } from "@sloserve/contracts";
+import { describeZodError, emulationPartOf } from "@sloserve/contracts";
 import { createRng, type Rng } from "@sloserve/policy";
 import type { BackendFactory, ModelBackend } from "./backend.js";
 import {
@@ -29,6 +29,12 @@ import {
  * (median and P99 by batch size), else `fallback` (EMULATED_LATENCY_MS: a variant being profiled for
  * the first time). A load waits the calibration's `loadMs`, else the profile's load latency. Inputs are
  * not checked.
+ *
+ * The engine says what it draws from (`emulated.quantiles`: the median and P99 at b of whichever of the
+ * three it serves; the fallback's P99 is 1.2× its median). The profiler records those as the variant's
+ * profile (profiler.ts `measureLatencies`) instead of timing a few draws of them: an emulated variant's
+ * profile is its calibration's figures (its peakQps follows from them as from measured ones), not a
+ * noisy median of sleeps that would disagree with the calibration the simulator predicts from.
  */
 
 export interface EmulationOptions {
@@ -52,7 +58,7 @@ export function readEmulationCalibration(path: string): EmulationCalibration {
   } catch (err) {
     throw new Error(`emulation calibration ${path}: ${(err as Error).message}`);
   }
-  const parsed = emulationCalibrationSchema.safeParse(json);
+  const parsed = emulationCalibrationSchema.safeParse(emulationPartOf(json));
   if (!parsed.success) throw new Error(`emulation calibration ${path}: ${describeZodError(parsed.error)}`);
   return parsed.data;
 }
@@ -75,7 +81,7 @@ export function emulatedBackend(hardware: "cpu" | "gpu" | "inferentia", options:
       if (loadMs > 0) await sleep(loadMs);
       const signature = [...outputs];
       return {
-        emulated: entry?.accuracy !== undefined ? { accuracy: entry.accuracy } : {},
+        emulated: { ...(entry?.accuracy !== undefined ? { accuracy: entry.accuracy } : {}), quantiles: (batch) => ({ ...latency(batch) }) },
         async runBatch(queries) {
           let rows = 0;
           for (const q of queries) rows += queryRows(q);

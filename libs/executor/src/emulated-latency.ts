@@ -1,5 +1,6 @@
-import { z } from "zod";
-import { allocate, elementCount, type Tensor, type TensorSpec } from "@sloserve/contracts";
+import { allocate, elementCount, type CalibrationEntry, type EmulationCalibration, type Tensor, type TensorSpec } from "@sloserve/contracts";
+
+export { calibrationEntrySchema, emulationCalibrationSchema, type CalibrationEntry, type EmulationCalibration } from "@sloserve/contracts";
 import { interpolateBatchLatency, sampleNormal, type Rng } from "@sloserve/policy";
 
 /**
@@ -86,45 +87,6 @@ export function queryRows(query: readonly Tensor[]): number {
   const d = query[0]?.shape[0];
   return d !== undefined && d > 0 ? d : 1;
 }
-
-const quantilesSchema = z
-  .object({ p50: z.number().nonnegative(), p99: z.number().nonnegative().optional() })
-  .strict()
-  .refine((q) => q.p99 === undefined || q.p99 >= q.p50, { message: "p99 must be ≥ p50" });
-
-/** One variant's (or one model's on one hardware) calibration. */
-export const calibrationEntrySchema = z
-  .object({
-    /** Batch size (rows) → median and P99 of one batch, ms. */
-    batches: z
-      .record(z.string(), quantilesSchema)
-      .refine((b) => Object.keys(b).length > 0, { message: "at least one batch size" })
-      .refine((b) => Object.keys(b).every((k) => /^[1-9][0-9]*$/.test(k)), { message: "batch sizes are positive integers" }),
-    /** Time a load takes, ms; absent: the variant's profiled load latency, else none. */
-    loadMs: z.number().nonnegative().optional(),
-    /** The accuracy the profiler records for the variant (answers are zeros: nothing to measure); absent: its earlier accuracy, else none. */
-    accuracy: z.number().min(0).max(1).optional(),
-  })
-  .strict();
-export type CalibrationEntry = z.infer<typeof calibrationEntrySchema>;
-
-/**
- * The calibration file (EMULATED_CALIBRATION), JSON: per variant name, or per model and hardware kind,
- * batch size → `{ "p50": ms, "p99": ms }` (p99 optional), with an optional `loadMs` and `accuracy`.
- * A variant's own entry wins over its model's on its hardware; either overrides the variant's profile.
- *
- * ```json
- * { "variants": { "digits-tiny--gpu-fp32-b8-t1": { "batches": { "1": { "p50": 0.9, "p99": 1.6 }, "8": { "p50": 1.4, "p99": 2.5 } } } },
- *   "models": { "ocr-rec": { "inferentia": { "batches": { "1": { "p50": 6, "p99": 9 } }, "loadMs": 4000, "accuracy": 0.92 } } } }
- * ```
- */
-export const emulationCalibrationSchema = z
-  .object({
-    variants: z.record(z.string(), calibrationEntrySchema).default({}),
-    models: z.record(z.string(), z.object({ cpu: calibrationEntrySchema, gpu: calibrationEntrySchema, inferentia: calibrationEntrySchema }).partial().strict()).default({}),
-  })
-  .strict();
-export type EmulationCalibration = z.infer<typeof emulationCalibrationSchema>;
 
 /** The calibration entry of a variant: its own, else its model's on its hardware. */
 export function calibrationFor(calibration: EmulationCalibration | undefined, variant: string | undefined, model: string, hardware: "cpu" | "gpu" | "inferentia"): CalibrationEntry | undefined {

@@ -27,7 +27,9 @@ import type { BackendFactory, ModelBackend } from "./backend.js";
  * dimensions and `sizeClassScales` the same latencies per input size class (libs/policy
  * input-classes.ts); then writes the profile of every
  * variant of the job (they differ only in max batch) to Redis and announces it. Variants whose max
- * batch could not be measured (too slow) are removed.
+ * batch could not be measured (too slow) are removed. An emulated engine's latencies are not timed but
+ * read from the distribution it draws from (backend.ts `emulated.quantiles`); its accuracy is not
+ * measured either (its answers are zeros).
  */
 
 export interface ProfileDeps {
@@ -104,7 +106,10 @@ const CLASS_REPEAT: RepeatPolicy = { minRuns: 2, maxRuns: 5, budgetMs: 500 };
  * Median and P99 latency of batches of 1, 2, 4 … `maxBatch` rows (while a batch takes under 2 s) of
  * inputs of `shapes` (or the validation set's rows): each run takes the next rows of the validation set
  * (up to INPUT_VARIETY distinct batches), so the runs' spread includes how the latency depends on the
- * input; without one, seeded noise. Also the peak RSS seen and the shape measured.
+ * input; without one, seeded noise. Also the peak RSS seen and the shape measured. An emulated engine
+ * that says its distribution (`emulated.quantiles`): its median and P99 at each batch size, as they are
+ * (the runs would only be draws of it), after one run of the batch (the RSS and the shape as for any
+ * engine).
  */
 export async function measureLatencies(
   backend: ModelBackend,
@@ -120,11 +125,22 @@ export async function measureLatencies(
   let peakRss = process.memoryUsage().rss;
   let sampleShape: Record<string, number[]> = {};
   const rowsAvailable = validation?.inputs[0]?.shape[0] ?? 0;
+  const quantiles = backend.emulated?.quantiles;
   for (let b: number | undefined = 1; b !== undefined; ) {
     const batches = Array.from({ length: validation ? Math.max(1, Math.min(INPUT_VARIETY, Math.ceil(rowsAvailable / b))) : 1 }, (_, i) => sampleBatch(specs, shapes, validation, b!, i * b!));
     const inputs = batches[0]!;
     sampleShape = Object.fromEntries(inputs.map((t) => [t.name, t.shape.slice(1)]));
     await timeRun(backend, inputs); // warm-up
+    if (quantiles) {
+      // (an emulated engine's distribution: its figures, not a few draws of it)
+      const q = quantiles(b);
+      latencyMs[String(b)] = q.p50;
+      latencyP99Ms[String(b)] = q.p99;
+      peakRss = Math.max(peakRss, process.memoryUsage().rss);
+      onStep(`batch ${b}: ${q.p50.toFixed(2)} ms (the emulated engine's median)`);
+      b = nextBatchSize(b, q.p50, maxBatch);
+      continue;
+    }
     const runs: number[] = [];
     while (needMoreRuns(runs, repeat)) runs.push(await timeRun(backend, batches[runs.length % batches.length]!));
     const m = median(runs);

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createRng, quantile } from "@sloserve/policy";
+import { createRng, peakQps, quantile } from "@sloserve/policy";
 import type { Tensor, VariantProfile } from "@sloserve/contracts";
 import {
   DEFAULT_P99_RATIO,
@@ -15,6 +15,8 @@ import {
   zeroOutputs,
 } from "../src/emulated-latency.js";
 import { emulatedBackend, readEmulationCalibration } from "../src/emulated-backend.js";
+import { measureLatencies } from "../src/profiler.js";
+import type { ModelBackend } from "../src/backend.js";
 
 /**
  * The emulated engine (BACKEND=emulated): its latency model (lognormal draws at the calibrated median
@@ -145,7 +147,8 @@ describe("emulated backend", () => {
     const a = recorded({ calibration, fallback: { batchMs: 5, itemMs: 1 }, rng: createRng(1) });
     expect(a.backend.hardware).toBe("gpu");
     const calibrated = await a.backend.load(bytes, { threads: 1, model: "m", quantization: "fp32", variant: "m--gpu-fp32-b4-t1", outputs, profile: profile({ "1": 100 }) });
-    expect(calibrated.emulated).toEqual({ accuracy: 0.75 });
+    expect(calibrated.emulated?.accuracy).toBe(0.75);
+    expect(calibrated.emulated?.quantiles?.(4)).toEqual({ p50: 8, p99: 8 });
     const answers = await calibrated.runBatch([query(1), query(2)]);
     expect(a.waits).toEqual([50, 6]); // the load, then a batch of 3 rows: 2 + (8 - 2)·2/3
     expect(answers.map((q) => q.map((t) => t.shape))).toEqual([[[1, 10]], [[2, 10]]]);
@@ -153,7 +156,8 @@ describe("emulated backend", () => {
 
     const b = recorded({ fallback: { batchMs: 5, itemMs: 1 }, rng: createRng(1) });
     const profiled = await b.backend.load(bytes, { threads: 1, model: "m", quantization: "fp32", variant: "v", outputs, profile: { ...profile({ "1": 3, "2": 4 }, { "1": 3, "2": 4 }), loadLatencyMs: 20 } });
-    expect(profiled.emulated).toEqual({});
+    expect(profiled.emulated).not.toHaveProperty("accuracy");
+    expect(profiled.emulated?.quantiles?.(2)).toEqual({ p50: 4, p99: 4 });
     await profiled.runBatch([query(2)]);
     expect(b.waits).toEqual([20, 4]);
 
@@ -163,6 +167,8 @@ describe("emulated backend", () => {
     expect(c.waits).toHaveLength(1);
     expect(c.waits[0]).toBeGreaterThan(8 * 0.8);
     expect(c.waits[0]).toBeLessThan(8 * DEFAULT_P99_RATIO * 1.6);
+    // (the fallback is a distribution too: it says so)
+    expect(unprofiled.emulated?.quantiles?.(3)).toEqual({ p50: 8, p99: 8 * DEFAULT_P99_RATIO });
   });
 
   it("emulated backend - refuses a load without the model's output signature", async () => {
@@ -175,5 +181,61 @@ describe("emulated backend", () => {
     const t0 = performance.now();
     await backend.runBatch([query(1)]);
     expect(performance.now() - t0).toBeGreaterThan(20);
+  });
+});
+
+describe("emulated backend: its profile", () => {
+  const outputs = [{ name: "probs", datatype: "FP32" as const, shape: [-1, 10] }];
+  const specs = [{ name: "x", datatype: "FP32" as const, shape: [-1, 4] }];
+  /** An emulated engine whose waits are recorded, not slept (a wide spread: a few draws would be far from the median). */
+  async function loaded(options: { calibration?: ReturnType<typeof emulationCalibrationSchema.parse>; profile?: VariantProfile | null; seed?: number }): Promise<{ waits: number[]; backend: ModelBackend }> {
+    const waits: number[] = [];
+    const factory = emulatedBackend("cpu", { fallback: { batchMs: 5, itemMs: 1 }, rng: createRng(options.seed ?? 1), sleep: (ms) => (waits.push(ms), Promise.resolve()), ...(options.calibration ? { calibration: options.calibration } : {}) });
+    const backend = await factory.load(new Uint8Array(), { threads: 1, model: "m", quantization: "int8", variant: "m--cpu-int8-b4-t1", outputs, profile: options.profile ?? null });
+    waits.length = 0;
+    return { waits, backend };
+  }
+  const calibration = emulationCalibrationSchema.parse({
+    variants: { "m--cpu-int8-b4-t1": { batches: { "1": { p50: 16.171, p99: 45.353 }, "2": { p50: 20.5, p99: 52 }, "4": { p50: 31.25, p99: 70.125 } }, loadMs: 0 } },
+  });
+
+  it("emulated profile - the profile of an emulated engine is its calibration's p50 and P99 per batch size, whatever it draws; peakQps follows from them", async () => {
+    for (const seed of [1, 2, 3]) {
+      const { waits, backend } = await loaded({ calibration, seed });
+      const m = await measureLatencies(backend, specs, { x: [4] }, undefined, 4);
+      expect(m.latencyMs).toEqual({ "1": 16.171, "2": 20.5, "4": 31.25 });
+      expect(m.latencyP99Ms).toEqual({ "1": 45.353, "2": 52, "4": 70.125 });
+      expect(peakQps(m.latencyMs, 4)).toBe((4 * 1000) / 31.25);
+      expect(m.sampleShape).toEqual({ x: [4] });
+      expect(m.peakRss).toBeGreaterThan(0);
+      // (one run a batch size, its draw not what is recorded)
+      expect(waits).toHaveLength(3);
+      expect(waits).not.toContain(16.171);
+    }
+  });
+
+  it("emulated profile - an engine serving a profile gives that profile back; the fallback its own distribution", async () => {
+    const earlier: VariantProfile = { ...profile({ "1": 3, "2": 4, "4": 7 }, { "1": 5, "2": 6, "4": 11 }), loadLatencyMs: 0 };
+    const fromProfile = await measureLatencies((await loaded({ profile: earlier })).backend, specs, {}, undefined, 4);
+    expect([fromProfile.latencyMs, fromProfile.latencyP99Ms]).toEqual([earlier.latencyMs, earlier.latencyP99Ms]);
+    const fallback = await measureLatencies((await loaded({})).backend, specs, {}, undefined, 4);
+    expect(fallback.latencyMs).toEqual({ "1": 6, "2": 7, "4": 9 });
+    for (const [b, ms] of Object.entries(fallback.latencyMs)) expect(fallback.latencyP99Ms[b]).toBeCloseTo(ms * DEFAULT_P99_RATIO, 12);
+  });
+
+  it("emulated profile - an emulated engine that does not say its distribution is timed, as any engine", async () => {
+    const waits: number[] = [];
+    const timed: ModelBackend = {
+      emulated: { accuracy: 0.5 },
+      runBatch: async (queries) => {
+        waits.push(2);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        return queries.map(() => []);
+      },
+      release: () => Promise.resolve(),
+    };
+    const m = await measureLatencies(timed, specs, {}, undefined, 1, () => undefined, { minRuns: 3, maxRuns: 3, budgetMs: 0 });
+    expect(waits.length).toBeGreaterThan(1);
+    expect(m.latencyMs["1"]).toBeGreaterThanOrEqual(1.5);
   });
 });

@@ -29,7 +29,7 @@ const overflowSchema = z
 /** The dispatcher's settings (services/dispatcher): serverless overflow and its circuit breaker, queue coalescing. */
 export const dispatcherSettings = commonEnvSchema
   .extend({
-    OVERFLOW: overflowSchema.meta({ description: "Serverless overflow (MArk §4.1): `off`, `local` (a pool of function processes on this machine), `lambda` (AWS Lambda), or two in order: the first behind its circuit breaker, the second its fallback (e.g. `lambda,local`).", defaultText: "\"off\" (`npm start` sets local)" }),
+    OVERFLOW: overflowSchema.meta({ description: "Serverless overflow (MArk §4.1): `off`, `local` (a pool of function processes on this machine), `lambda` (AWS Lambda), or two in order: the first behind its circuit breaker, the second its fallback (e.g. `lambda,local`). The vm-autoscaler's SCALING_POLICY `infaas` and `static` run without overflow: set `off` with them.", defaultText: "\"off\" (`npm start` sets local; off with SCALING_POLICY infaas or static)" }),
     QUEUE_COALESCE: z.enum(["true", "false"]).default("true").transform((v) => v === "true").describe("Small queries pending for the same variant go onto its queue as one message (micro-batches on the bus, docs/ARCHITECTURE.md \"The query path\"); `false`: one message per query."),
     LAMBDA_FUNCTION: z.string().min(1).optional().describe("The Lambda function that runs queries (name or ARN); needed with `lambda`."),
     LAMBDA_QUALIFIER: z.string().min(1).optional().describe("A version or alias of the Lambda function."),

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { commonEnvSchema, hardwareSchema } from "@sloserve/contracts";
-import { DEFAULT_MACHINE_PLAN_CONFIG, DEFAULT_VM_AUTOSCALER_CONFIG, LIVE_READING_TICKS } from "@sloserve/policy";
+import { DEFAULT_MACHINE_PLAN_CONFIG, DEFAULT_SCALING_POLICY, DEFAULT_VM_AUTOSCALER_CONFIG, LIVE_READING_TICKS, SCALING_POLICIES } from "@sloserve/policy";
 import { NOMAD_EXECUTORS_JOB } from "@sloserve/providers";
 
 const kinds = z
@@ -12,6 +12,12 @@ const optionalInt = z.coerce.number().int().min(0).optional();
 /** The VM autoscaler's settings (services/vm-autoscaler): the machine plan (libs/policy scaling/machine-plan.ts) and the worker provider. */
 export const vmAutoscalerSettings = commonEnvSchema.extend({
   PROVIDER: z.enum(["local", "ec2", "nomad"]).default("local").describe("Where workers come from: `local` (executor processes on this machine), `ec2` (EC2 instances running the project's image), `nomad` (allocations of a Nomad job)."),
+  SCALING_POLICY: z
+    .enum(SCALING_POLICIES)
+    .default(DEFAULT_SCALING_POLICY)
+    .describe(
+      "Which rules the machine plan runs (libs/policy scaling/scaling-policy.ts; the simulator runs the same): `combined` (INFaaS's VM rules, MArk's predictive plan and SLO monitor), `infaas` (INFaaS's VM rules alone), `mark` (MArk's plan and SLO monitor; no INFaaS add or idle removal), `static` (no launch or termination: the fleet started beside it, MIN_WORKERS of each kind). Every policy replaces lost workers and handles spot notices. Overflow is the dispatcher's own setting: with `infaas` and `static`, set OVERFLOW=off for the dispatcher too (`npm start` does).",
+    ),
   TICK_MS: z.coerce.number().int().positive().default(2000).describe("Period of the machine plan, ms."),
   READING_TICKS: z.coerce.number().int().min(1).default(LIVE_READING_TICKS).describe("Ticks the INFaaS rules read (utilisation: their mean; Interfered, Overloaded: at each); 1 is INFaaS's rule."),
   LAUNCH_KINDS: kinds.default(["cpu"]).describe("Hardware kinds it may launch."),

@@ -8,5 +8,6 @@ export * from "./trace.js";
 export * from "./systems/infaas.js";
 export * from "./systems/baselines.js";
 export * from "./systems/inferline.js";
+export * from "./calibration.js";
 export * from "./scenarios/replay.js";
 export * from "./render/replay.js";

@@ -6,9 +6,10 @@ import { compileOptions, hardwareSchema, type Hardware } from "@sloserve/contrac
 import { vmAutoscalerSettings } from "@sloserve/settings";
 import { connectBus, natsChildEnv, runEvery, runService, systemClock, type Bus, type Logger } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
-import { INSTANCE_PRICES, instanceOffer, parseSpotPriceCsv, pricePerSecond, type MachineKind, type MachinePlanConfig } from "@sloserve/policy";
+import { INSTANCE_PRICES, instanceOffer, parseSpotPriceCsv, pricePerSecond, type MachineKind } from "@sloserve/policy";
 import { Ec2WorkerProvider, LocalWorkerProvider, NomadWorkerProvider, natsSpotNotices, nomadExecutorGroup, type WorkerProvider } from "@sloserve/providers";
 import { VmAutoscalerController } from "./controller.js";
+import { planConfigOf } from "./plan-config.js";
 import { VmMetrics } from "./costs.js";
 import { startServiceMetrics } from "@sloserve/metrics";
 
@@ -16,8 +17,9 @@ import { startServiceMetrics } from "@sloserve/metrics";
  * vm-autoscaler: every 2 s, the machine plan (libs/policy machine-plan.ts): INFaaS's VM rules (add on
  * 80% utilisation / Interfered everywhere / > 80% Overloaded / `scale.vm` requests, replace lost
  * workers and reload their variants, remove idle ones), MArk's predictive plan on `forecast.<app>` and
- * its SLO monitor, spot standbys; through a WorkerProvider (PROVIDER=local | ec2 | nomad). Decisions on
- * `decision.vm.*`, results on `scale.result.vm.*`, costs on `metrics.cost` and Prometheus (METRICS_PORT).
+ * its SLO monitor, spot standbys (which of the rules run: SCALING_POLICY); through a WorkerProvider
+ * (PROVIDER=local | ec2 | nomad). Decisions on `decision.vm.*`, results on `scale.result.vm.*`, costs
+ * on `metrics.cost` and Prometheus (METRICS_PORT).
  */
 
 const envSchema = vmAutoscalerSettings;
@@ -113,16 +115,7 @@ await runService("vm-autoscaler", process.env, async (log) => {
       maxWorkers: o[`${KIND_ENV[k]}_MAX_WORKERS`] ?? o.MAX_WORKERS,
     };
   }
-  const plan: Partial<MachinePlanConfig> = {
-    vm: { heartbeatTimeoutMs: o.HEARTBEAT_TIMEOUT_MS, minWorkersPerKind: o.MIN_WORKERS, maxWorkersPerKind: o.MAX_WORKERS, readingTicks: o.READING_TICKS },
-    cooldownMs: o.COOLDOWN_MS,
-    billingMinimumMs: o.BILLING_MINIMUM_MS,
-    planPeriodMs: o.PLAN_PERIOD_MS,
-    sloPeriodMs: o.SLO_PERIOD_MS,
-    slMin: o.SL_MIN,
-    slMinByApp: o.SL_MIN_BY_APP,
-    targetUtilization: o.TARGET_UTILIZATION,
-  };
+  const plan = planConfigOf(o);
 
   const bus = await connectBus({ servers: o.NATS_URL, name: "vm-autoscaler", log, replicas: o.JS_REPLICAS });
   const store = MetadataStore.connect(o.REDIS_URL);
@@ -139,7 +132,7 @@ await runService("vm-autoscaler", process.env, async (log) => {
   const costTimer = setInterval(() => void controller.publishCosts().catch((err: unknown) => log.warn({ err }, "publishing the cost summary failed")), o.COST_EVERY_MS);
 
   return {
-    info: { provider: provider.name, kinds: o.LAUNCH_KINDS, ...(o.PROVIDER === "local" ? { workerBackend: o.LOCAL_WORKER_BACKEND } : {}), metricsPort: served.port, bootMs, minWorkers: o.MIN_WORKERS, maxWorkers: o.MAX_WORKERS },
+    info: { provider: provider.name, scalingPolicy: o.SCALING_POLICY, kinds: o.LAUNCH_KINDS, ...(o.PROVIDER === "local" ? { workerBackend: o.LOCAL_WORKER_BACKEND } : {}), metricsPort: served.port, bootMs, minWorkers: o.MIN_WORKERS, maxWorkers: o.MAX_WORKERS },
     async stop() {
       clearInterval(timer);
       clearInterval(costTimer);

@@ -1,4 +1,4 @@
-// Model- and machine-level scaling: INFaaS's autoscalers and their actions, the exact mix, MArk's provisioning and SLO monitor, the machine plan.
+// Model- and machine-level scaling: INFaaS's autoscalers and their actions, the exact mix, MArk's provisioning and SLO monitor, the machine plan and the scaling policies that select its rules.
 export * from "./model-autoscaler.js";
 export * from "./mix-optimizer.js";
 export * from "./vm-autoscaler.js";
@@ -6,3 +6,4 @@ export * from "./provisioning.js";
 export * from "./slo-monitor.js";
 export * from "./model-actions.js";
 export * from "./machine-plan.js";
+export * from "./scaling-policy.js";

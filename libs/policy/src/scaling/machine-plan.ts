@@ -68,6 +68,13 @@
  * `minWorkers` stay; and for the plan's destroys, it was launched at least `cooldownMs` ago (b). A
  * termination a guard blocks becomes a "hold" with the guard's reason.
  *
+ * **Switches** (`infaasAdd`, `infaasRemoveIdle`, `markPlan`, `markSloMonitor`; all on by default, the
+ * scaling policies of scaling-policy.ts turn some off): a rule switched off makes no decision and no
+ * hold, and its inputs are not read (the forecasts without `markPlan`, the SLO samples without
+ * `markSloMonitor`); with `infaasAdd` off, INFaaS's "this kind needs capacity now" no longer keeps the
+ * plan from giving workers back. Replacements of lost workers, failed-boot back-offs, spot notices and
+ * the guards stay in every policy.
+ *
  * Shape (Ray Serve): `planMachines(ctx) -> { decisions, state }`; the rules' memories (idle clocks,
  * plan history, SLO monitors, replaced and noticed workers) come in and go out in `state`. Every
  * decision carries a reason.
@@ -117,6 +124,17 @@ export interface MachinePlanConfig {
   spotDrainLeadMs: number;
   /** After a worker of a kind is lost before its first heartbeat (it failed to boot), no launch of the kind for this long. @default 60_000 */
   failedBootBackoffMs: number;
+  /**
+   * (a) INFaaS's adds (utilisation, Interfered, Overloaded, placements no worker could take). Off: none
+   * of them launches, holds or keeps the plan from giving workers back. @default true
+   */
+  infaasAdd: boolean;
+  /** (a) The idle rule (and its holds). @default true */
+  infaasRemoveIdle: boolean;
+  /** (b) MArk's predictive plan. Off: the forecasts are not read at all (the idle rule measures against the current load). @default true */
+  markPlan: boolean;
+  /** (c) MArk's SLO monitor. Off: the SLO samples are not read (its state is kept as it came). @default true */
+  markSloMonitor: boolean;
 }
 
 export const DEFAULT_MACHINE_PLAN_CONFIG: MachinePlanConfig = {
@@ -133,6 +151,10 @@ export const DEFAULT_MACHINE_PLAN_CONFIG: MachinePlanConfig = {
   slMinByApp: {},
   spotDrainLeadMs: 30_000,
   failedBootBackoffMs: 60_000,
+  infaasAdd: true,
+  infaasRemoveIdle: true,
+  markPlan: true,
+  markSloMonitor: true,
 };
 
 /** What the plan knows of a worker (the INFaaS view plus what the provider says). */
@@ -379,10 +401,11 @@ export function planMachines(input: MachinePlanContext): MachinePlanResult {
   };
 
   // (b) inputs: forecasts, capacities, the kind of each app.
-  const forecasts = (ctx.forecasts ?? []).filter((f) => nowMs - f.atMs <= cfg.forecastMaxAgeMs && f.values.length > 0 && f.stepMs > 0);
+  const forecasts = (cfg.markPlan ? (ctx.forecasts ?? []) : []).filter((f) => nowMs - f.atMs <= cfg.forecastMaxAgeMs && f.values.length > 0 && f.stepMs > 0);
   const appKind = new Map<string, { kind: string; capacityQps: number; variant: string }>();
   const catalog = ctx.catalog ?? [];
-  const apps = new Set<string>([...forecasts.map((f) => f.app), ...(ctx.slo ?? []).map((s) => s.app)]);
+  const sloSamples = cfg.markSloMonitor ? (ctx.slo ?? []) : [];
+  const apps = new Set<string>([...forecasts.map((f) => f.app), ...sloSamples.map((s) => s.app)]);
   for (const app of [...apps].sort()) {
     let best: { kind: string; capacityQps: number; variant: string; perQuery: number } | undefined;
     for (const [kind, spec] of Object.entries(ctx.kinds).sort(([a], [b]) => (a < b ? -1 : 1))) {
@@ -434,9 +457,11 @@ export function planMachines(input: MachinePlanContext): MachinePlanResult {
       }
       replaced[d.worker] = nowMs;
       lostDecisions.push({ index: ctx.workers.findIndex((w) => w.name === d.worker), d: { action: "replace", worker: d.worker, kind: d.kind, market: marketOf(d.kind), restore: d.restore, reason: d.reason } });
-    } else if (d.action === "add") infaasAdd.set(d.kind, d);
-    else if (d.action === "hold") infaasHold.set(d.kind, d);
-    else removals.push(d);
+    } else if (d.action === "add") {
+      if (cfg.infaasAdd) infaasAdd.set(d.kind, d);
+    } else if (d.action === "hold") {
+      if (cfg.infaasAdd) infaasHold.set(d.kind, d); // vmAutoscale holds only adds
+    } else if (cfg.infaasRemoveIdle) removals.push(d);
   }
   lostDecisions.sort((a, b) => a.index - b.index);
   decisions.push(...lostDecisions.map((x) => x.d), ...spotDecisions);
@@ -446,11 +471,10 @@ export function planMachines(input: MachinePlanContext): MachinePlanResult {
   // (c) SLO monitor (slo-monitor.ts `sloMonitorCycle`): observe every tick, decide every sloPeriodMs,
   // act only while queries still miss. While they go on, the plan gives no worker of the app's kind
   // back (below), so that the launch can take effect.
-  const cycle = sloMonitorCycle(
-    { slo: prev.slo, missedSinceCycle: prev.sloMissedSinceCycle ?? {}, lastCycleAtMs: prev.lastSloAtMs },
-    ctx.slo ?? [], nowMs,
-    { periodMs: cfg.sloPeriodMs, decay: cfg.sloDecay, cooldownCycles: cfg.sloCooldownCycles, slMinOf: (app) => cfg.slMinByApp[app] ?? cfg.slMin },
-  );
+  const sloState = { slo: prev.slo, missedSinceCycle: prev.sloMissedSinceCycle ?? {}, lastCycleAtMs: prev.lastSloAtMs };
+  const cycle = cfg.markSloMonitor
+    ? sloMonitorCycle(sloState, sloSamples, nowMs, { periodMs: cfg.sloPeriodMs, decay: cfg.sloDecay, cooldownCycles: cfg.sloCooldownCycles, slMinOf: (app) => cfg.slMinByApp[app] ?? cfg.slMin })
+    : { state: sloState, short: [], acts: [] };
   const { slo, missedSinceCycle: sloMissed, lastCycleAtMs: lastSloAtMs } = cycle.state;
   const sloKindOf = (app: string): string | undefined => appKind.get(app)?.kind ?? mostCommonKind(ruled, app);
   /** Kinds of apps above 1 − SLmin whose queries still miss: the plan gives none of their workers back. */
@@ -591,7 +615,7 @@ export function planMachines(input: MachinePlanContext): MachinePlanResult {
   }
   // Idle workers the INFaaS rule would remove but for the billing minimum.
   const idleMs = vmCfg.idleMs ?? cfg.cooldownMs;
-  for (const w of [...ruled].sort(byName)) {
+  for (const w of cfg.infaasRemoveIdle ? [...ruled].sort(byName) : []) {
     const since = vm.state.idleSinceMs[w.name];
     if (since === undefined || terminated.has(w.name) || !w.managed || nowMs - since < idleMs) continue;
     const g = terminable(w);

@@ -64,6 +64,12 @@ const ROWS: Row[] = [
     simulator: "systems/infaas.ts VM autoscaler; scenarios/replay.ts",
   },
   {
+    modules: ["scaling/scaling-policy.ts"],
+    decides: "which scaling rules run (`ScalingPolicy`: combined, infaas, mark, static; `scalingRulesOf`): INFaaS's adds and idle removal, MArk's plan, SLO monitor and overflow",
+    service: "vm-autoscaler (main.ts, plan-config.ts: `SCALING_POLICY` into the machine plan's switches); scripts/launch.ts (the dispatcher's OVERFLOW default per policy)",
+    simulator: "systems/infaas.ts (`scalingPolicy`: the same switches into `planMachines`, overflow off where the policy has none); scenarios/replay.ts (the replay's `policy`, both sides)",
+  },
+  {
     modules: ["scaling/provisioning.ts", "scaling/slo-monitor.ts", "batching/batch-tuning.ts", "batching/batch-wait.ts", "baselines/baselines-sagemaker.ts"],
     decides: "MArk: Algorithm 1 provisioning, SLO monitor (`sloMonitorCycle`: a cycle every 10 s that acts only while queries still miss), batch tuning (`tunedBatching`: Nbatch, Wbatch and μ* of a profile under an SLO; `planBatchWaits`: the live Wbatch of each profiled variant, for its model's tightest SLO); SageMaker target tracking",
     service: "vm-autoscaler (provisioning, SLO monitor and `tunedBatching` for the capacity per worker, through machine-plan.ts); registrar (batching.ts: batch-wait.ts, stored on the variants; the executors apply it live)",

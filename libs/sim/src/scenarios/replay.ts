@@ -26,12 +26,27 @@
  * are billed as they ran (their duration is not compressed).
  *
  * Pure: takes the trace, the settings, the variants and the measured boot and cold-start times.
+ *
+ * **Two ways to run the simulator's side.** {@link runReplaySim} takes what it is given: in the
+ * consistency mode (scripts/replay.ts) that is what the live run itself measured (its per-second
+ * slowdown, its report times, its start utilisation, its boot and function times), so that the two
+ * sides differ only where the simulator's mechanics differ from the stack's. {@link predictReplay} is
+ * the prediction: it builds the input from a calibration file alone (libs/contracts `Calibration`,
+ * measured before and apart from the run: libs/sim calibration.ts) and reads nothing of the run it is
+ * compared with. Its machines' slowdown comes from the simulator's own state every second (the
+ * calibration's contention model), each launch boots for a time drawn from the calibration's boot
+ * samples, functions run as the calibration measured them, workers report at the calibration's period
+ * from a phase drawn from the seed, and the static workers start with the variant the dispatcher's
+ * selection picks for the app's SLO and accuracy (what the live warm-up loads).
  */
 import {
-  DEFAULT_MACHINE_PLAN_CONFIG, DEFAULT_PREDICTOR, LIVE_READING_TICKS, builtinPredictor, createRng, ec2Cost, lambdaCost, maxRatePerUnit, pricePerSecond, quantile, workerCapacityForApp,
+  DEFAULT_MACHINE_PLAN_CONFIG, DEFAULT_PREDICTOR, LIVE_READING_TICKS, SelectionIndex, builtinPredictor, createRng, ec2Cost, lambdaCost, maxRatePerUnit, pricePerSecond, quantile, selectForApp, workerCapacityForApp,
   type AppForecast, type ForecastPlanState, type VariantProfile,
 } from "@sloserve/policy";
-import { Simulator, type Machine, type MachineOptions } from "../engine.js";
+import { DEFAULT_SCALING_POLICY, scalingRulesOf, type ScalingPolicy } from "@sloserve/policy";
+import type { CalibratedVariant, Calibration, ContentionPoint } from "@sloserve/contracts";
+import { contentionModel, drawSample, meanOf, medianOf, reportTimes } from "../calibration.js";
+import { Simulator, type Machine, type MachineOptions, type Replica } from "../engine.js";
 import { installInfaas, liveSettingsNote } from "../systems/infaas.js";
 import type { Chart, Scenario, ScenarioResult } from "../scenario.js";
 import { minuteRates, type TraceData } from "../trace.js";
@@ -69,6 +84,11 @@ export interface ReplayOptions {
   functionPoolSize?: number;
   /** @default 2048 */
   functionMemoryMb?: number;
+  /**
+   * The scaling policy both sides run (libs/policy `ScalingPolicy`: the vm-autoscaler's SCALING_POLICY;
+   * `infaas` and `static` run without overflow, the dispatcher's OVERFLOW=off). @default "combined"
+   */
+  policy?: ScalingPolicy;
 }
 
 /** Every setting both sides run with (real time, ms, unless said). */
@@ -114,6 +134,7 @@ export function replayConfig(o: ReplayOptions): ReplayConfig {
     instanceType: "c5.xlarge",
     functionPoolSize: 4,
     functionMemoryMb: 2048,
+    policy: DEFAULT_SCALING_POLICY,
     ...o,
     bootDelayMs,
     planBootMs: bootDelayMs + 5000,
@@ -135,7 +156,7 @@ export function replayConfig(o: ReplayOptions): ReplayConfig {
 export function replayStackEnv(c: ReplayConfig): { all: Record<string, string>; vmAutoscaler: Record<string, string> } {
   return {
     all: {
-      OVERFLOW: "local",
+      OVERFLOW: scalingRulesOf(c.policy).overflow ? "local" : "off",
       FUNCTION_POOL_SIZE: String(c.functionPoolSize),
       FUNCTION_MEMORY_MB: String(c.functionMemoryMb),
       FUNCTION_KEEP_ALIVE_MS: String(c.functionKeepAliveMs),
@@ -155,6 +176,7 @@ export function replayStackEnv(c: ReplayConfig): { all: Record<string, string>; 
       CPU_INSTANCE_TYPE: c.instanceType,
       COST_EVERY_MS: "1000",
       READING_TICKS: String(c.readingTicks),
+      SCALING_POLICY: c.policy,
     },
   };
 }
@@ -167,11 +189,12 @@ export const AUTO_PEAK_WORKERS = 1.5;
  * `workerCapacityForApp` × 0.8, the vm-autoscaler's figure, over the variants given: scripts/replay.ts
  * gives the one its warm-up loaded): a second worker is then needed in the trace's busiest minutes and
  * one is enough in its quiet hours, while the load stays within what two cores serve if the profile is
- * right. Undefined when none of the variants is profiled.
+ * right. Undefined when none of the variants is profiled. `workers`: another multiple (the replay's
+ * `--peak-workers N`: the busiest minutes need N workers at the plan's target utilisation).
  */
-export function autoPeakQps(variants: readonly VariantProfile[], c: ReplayConfig): number | undefined {
+export function autoPeakQps(variants: readonly VariantProfile[], c: ReplayConfig, workers: number = AUTO_PEAK_WORKERS): number | undefined {
   const one = workerCapacityForApp(variants, c.app, "cpu", { threads: c.workerThreads, memoryBytes: Infinity }, c.sloMs);
-  return one ? Math.round(AUTO_PEAK_WORKERS * DEFAULT_MACHINE_PLAN_CONFIG.targetUtilization * one.qps) : undefined;
+  return one ? Math.round(workers * DEFAULT_MACHINE_PLAN_CONFIG.targetUtilization * one.qps) : undefined;
 }
 
 export interface ReplayWindow {
@@ -324,10 +347,19 @@ export interface ReplaySimInput {
   durationMs: number;
   /** The app's profiled variants (the live registry's). */
   variants: readonly VariantProfile[];
-  /** Instances loaded at the start (what the live static workers run after the warm-up). */
-  preload?: ReadonlyArray<{ variant: string; count: number }>;
+  /**
+   * Instances loaded at the start (what the live static workers run after the warm-up): on the first
+   * static worker with room, or on static worker `worker` (0-based) when given.
+   */
+  preload?: ReadonlyArray<{ variant: string; count: number; worker?: number }>;
   /** Launch to first heartbeat of a launched worker, ms (measured live; else the plan's figure). */
   bootMs: number;
+  /**
+   * Launch-to-first-report times measured apart from the run (a calibration's `bootMs`): each launch
+   * boots for one of them, drawn uniformly from the simulator's generator (`bootMs` is then unused).
+   * @default every launch boots `bootMs`
+   */
+  bootMsSamples?: readonly number[];
   /**
    * The memory a worker offers its variants, bytes (the live workers' reports, `memoryBytes`): the
    * model autoscaler places an upgrade or a replica on a worker only where the variant's profiled
@@ -337,6 +369,12 @@ export interface ReplaySimInput {
   /** Function invocation: cold start (process start, runtime, model load) and warm execution, ms. */
   functionColdStartMs: number;
   functionWarmMs: number;
+  /**
+   * Warm invocations' durations measured apart from the run (a calibration's `functions.warmMs`): each
+   * invocation runs (and is billed) one of them, drawn uniformly from the simulator's generator
+   * (`functionWarmMs` is then unused; a cold one adds `functionColdStartMs`). @default `functionWarmMs`
+   */
+  functionWarmMsSamples?: readonly number[];
   /** Function containers warm at the start (the live replay's warm-up starts them). @default 0 */
   functionsWarm?: number;
   /**
@@ -348,11 +386,30 @@ export interface ReplaySimInput {
    */
   slowdown?: number | readonly number[];
   /**
+   * The host's contention (a calibration's `contention` points; libs/sim calibration.ts): every second
+   * the simulator reads its own state, the demand of the second before (Σ over the machines up of each
+   * instance's busy share at profiled batch times — its busy time over the slowdown it ran at — × its
+   * threads), the worker processes starting now (machines booting, past the config's `bootDelayMs`) and
+   * those serving (machines up or draining), and sets every machine's `slowdown` and `observedFactor`
+   * (p50Ratio / slowdown) for the next second from {@link contentionModel}. Every machine shares the
+   * one host the calibration measured (the local provider runs every worker on one machine). A
+   * `slowdown` or `observedFactor` given wins over the model's. @default none (those two, or 1)
+   */
+  contention?: readonly ContentionPoint[];
+  /**
    * When the live stack's worker reported (ms of the window): the simulator's VM tick reads the mean of
    * the reports since its last tick at these times, as the vm-autoscaler does (infaas.ts
-   * `reportTimesMs`). @default the exact busy share since the last tick
+   * `reportTimesMs`). @default the exact busy share since the last tick (or `reportPeriod`)
    */
   reportTimesMs?: readonly number[];
+  /**
+   * The workers' report period and the standard deviation of their intervals (a calibration's
+   * `reports`): the machines report every `periodMs` from a phase drawn from the simulator's
+   * generator, each report a little late (libs/sim calibration.ts `reportTimes`), read as
+   * `reportTimesMs` are. `reportTimesMs` given wins.
+   * @default none
+   */
+  reportPeriod?: { periodMs: number; jitterMs: number };
   /**
    * The stack's worker's utilisation as the live vm-autoscaler read it at the window's first tick (the
    * mean of its reports in the tick before the window: the window starts on a tick). Given, the
@@ -378,6 +435,13 @@ export interface ReplaySimResult {
   log: Array<{ tMs: number; source: string; action: string; reason: string }>;
   /** Launch by launch: when, how long billed, what it cost, why ({@link replayLaunches}). */
   launches: ReplayLaunch[];
+  /**
+   * With a contention model (`contention` given), per second of the window: the demand it read
+   * (CPU-seconds of inference asked in the second before, at profiled batch times), the machines
+   * booting, the machines serving (up or draining), and the slowdown and observed factor the machines
+   * ran the second at.
+   */
+  contention?: { demand: number[]; booting: number[]; workers: number[]; slowdown: number[]; observedFactor: number[] };
 }
 
 /** The simulator's side of a replay. */
@@ -388,6 +452,10 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
   const pricePerS = pricePerSecond(c.instanceType);
   // (both resources a variant's profile names: a machine without one of them fits none of its instances)
   const worker: MachineOptions = { type: c.instanceType, kind: "cpu", pricePerS, bootMs: input.bootMs, resources: { threads: c.workerThreads, memoryBytes: input.workerMemoryBytes ?? Infinity }, billingMinimumS: c.billingMinimumMs / 1000 };
+  // (drawn first, before the run draws anything: the seed gives the same phase whatever happens later)
+  const reportTimesMs = input.reportTimesMs ?? (input.reportPeriod ? reportTimes(input.reportPeriod.periodMs, input.reportPeriod.jitterMs, input.durationMs + 60_000, sim.rng) : undefined);
+  const bootSamples = input.bootMsSamples && input.bootMsSamples.length > 0 ? input.bootMsSamples : undefined;
+  const warmSamples = input.functionWarmMsSamples && input.functionWarmMsSamples.length > 0 ? input.functionWarmMsSamples : undefined;
   const variants = input.variants.filter((v) => v.app === c.app && v.hardware === "cpu" && v.profiled);
   if (variants.length === 0) throw new Error(`no profiled CPU variant of app ${c.app} to simulate`);
 
@@ -416,7 +484,7 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
   const overflowPerSecond = new Array<number>(seconds + 1).fill(0);
   const pool = sim.addFunctionPool({
     name: "functions",
-    latencyMs: input.functionWarmMs,
+    latencyMs: warmSamples ? () => drawSample(warmSamples, sim.rng) : input.functionWarmMs,
     coldStartMs: input.functionColdStartMs,
     keepAliveMs: c.functionKeepAliveMs,
     memoryGb: c.functionMemoryMb / 1024,
@@ -441,9 +509,11 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
     kinds: { cpu: { bootMs: c.planBootMs, resources: { threads: c.workerThreads, memoryBytes: Infinity } } },
     forecasts: () => (latest ? [latest] : []),
     sloMonitor: true,
+    scalingPolicy: c.policy,
     refuseUnplaceable: true,
-    ...(input.reportTimesMs ? { reportTimesMs: input.reportTimesMs } : {}),
+    ...(reportTimesMs ? { reportTimesMs } : {}),
     ...(input.startUtilization !== undefined ? { vmStartReading: input.startUtilization } : {}),
+    ...(bootSamples ? { launchBootMs: () => drawSample(bootSamples, sim.rng) } : {}),
     overflow: { pool, onOverflow: (_q, nowMs) => void (overflowPerSecond[Math.floor(nowMs / 1000)]! += 1) },
   });
 
@@ -455,16 +525,35 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
     return s > 0 ? s : 1;
   };
   // Every machine runs at the second's slowdown (those launched within a second are still booting).
+  const modelled = input.contention ? contentionSecond(sim, input.contention, c.bootDelayMs) : undefined;
+  const contention = modelled ? { demand: [] as number[], booting: [] as number[], workers: [] as number[], slowdown: [] as number[], observedFactor: [] as number[] } : undefined;
   sim.every(
     1000,
-    (nowMs) => {
-      const s = secondOf(input.slowdown ?? 1, nowMs);
-      const f = secondOf(input.observedFactor ?? 1, nowMs);
-      for (const m of sim.machines) {
-        m.slowdown = s;
-        m.observedFactor = f;
-      }
-    },
+    modelled && contention
+      ? (nowMs) => {
+          const m = modelled(nowMs);
+          const s = input.slowdown !== undefined ? secondOf(input.slowdown, nowMs) : m.slowdown;
+          const f = input.observedFactor !== undefined ? secondOf(input.observedFactor, nowMs) : m.p50Ratio / m.slowdown;
+          for (const x of sim.machines) {
+            x.slowdown = s;
+            x.observedFactor = f;
+          }
+          if (nowMs < input.durationMs) {
+            contention.demand.push(m.demand);
+            contention.booting.push(m.booting);
+            contention.workers.push(m.workers);
+            contention.slowdown.push(s);
+            contention.observedFactor.push(f);
+          }
+        }
+      : (nowMs) => {
+          const s = secondOf(input.slowdown ?? 1, nowMs);
+          const f = secondOf(input.observedFactor ?? 1, nowMs);
+          for (const m of sim.machines) {
+            m.slowdown = s;
+            m.observedFactor = f;
+          }
+        },
     0,
   );
   sim.every(
@@ -513,7 +602,175 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
     series: { load: pad(res.series.arrivals), forecast: Array.from({ length: seconds }, (_, i) => forecast[i] ?? NaN), workers: pad(workers), overflow: pad(overflowPerSecond), misses: pad(res.series.missed) },
     log: system.log.map((e) => ({ ...e })),
     launches: replayLaunches(billed, launchDecisions, c.speedup, 0, input.durationMs),
+    ...(contention ? { contention } : {}),
   };
+}
+
+/**
+ * The contention model's reading at a second (`nowMs`, a whole second): the demand of the second
+ * before, read from the simulator's own machines (each instance's busy time in it over the slowdown
+ * its machine ran the second at — the profiled busy time, exact but for a batch that straddles two
+ * seconds of different slowdowns — over 1000 ms, × the threads it takes; machines up or draining),
+ * the worker processes starting now (machines still booting, launched at least `bootDelayMs` ago: the
+ * local provider waits its BOOT_DELAY_MS, the VM's boot, before it starts the executor process, and
+ * the calibration's `booting` points are measured from the process's start to its first report), the
+ * worker processes serving now (the machines whose instances the demand sums: up or draining, as the
+ * calibration's `workers` count the workers serving, the booting ones apart), and what the
+ * calibration's points say of them ({@link contentionModel}).
+ */
+function contentionSecond(sim: Simulator, points: readonly ContentionPoint[], bootDelayMs: number): (nowMs: number) => { demand: number; booting: number; workers: number; slowdown: number; p50Ratio: number } {
+  const model = contentionModel(points);
+  const busyBefore = new WeakMap<Replica, number>();
+  let lastMs = 0;
+  return (nowMs) => {
+    const spanMs = nowMs - lastMs;
+    lastMs = nowMs;
+    let demand = 0;
+    let booting = 0;
+    let workers = 0;
+    for (const m of sim.machines) {
+      if (m.state === "booting" && nowMs - m.billedFromMs >= bootDelayMs) booting++;
+      if (m.state !== "running" && m.state !== "draining") continue;
+      workers++;
+      for (const r of m.replicas) {
+        const busy = r.busyMsAt(nowMs);
+        const ran = busy - (busyBefore.get(r) ?? 0);
+        busyBefore.set(r, busy);
+        if (spanMs > 0 && ran > 0) demand += (ran / (m.slowdown * r.slowdown) / spanMs) * (r.uses["threads"] ?? 1);
+      }
+    }
+    return { demand, booting, workers, ...model.at(demand, booting, workers) };
+  };
+}
+
+// ---------------------------------------------------------------------------------------- prediction
+
+/** What a prediction reads: a calibration, the settings and the arrivals; nothing measured of the run it predicts. */
+export interface ReplayPredictionInput {
+  calibration: Calibration;
+  config: ReplayConfig;
+  arrivalsMs: readonly number[];
+  durationMs: number;
+  seed: number;
+}
+
+/** A profile as a calibration stores it (libs/contracts `calibratedVariantSchema`); {@link calibratedProfile} reads it back. */
+export function calibratedVariantOf(v: VariantProfile): CalibratedVariant {
+  return {
+    name: v.name,
+    model: v.model,
+    app: v.app,
+    hardware: v.hardware as CalibratedVariant["hardware"],
+    batchSize: v.batchSize,
+    accuracy: v.accuracy,
+    latencyMs: Object.fromEntries(Object.entries(v.latencyMs).map(([b, ms]) => [String(b), ms])),
+    peakQps: v.peakQps,
+    loadLatencyMs: v.loadLatencyMs,
+    pricePerS: v.pricePerS,
+    profiled: v.profiled,
+    ...(v.resources ? { resources: { ...v.resources } } : {}),
+    ...(v.concurrency !== undefined ? { concurrency: v.concurrency } : {}),
+  };
+}
+
+/** A calibration's variant as the decision code's profile (libs/policy `VariantProfile`). */
+export function calibratedProfile(v: CalibratedVariant): VariantProfile {
+  return {
+    name: v.name,
+    model: v.model,
+    app: v.app,
+    hardware: v.hardware,
+    batchSize: v.batchSize,
+    accuracy: v.accuracy,
+    latencyMs: Object.fromEntries(Object.entries(v.latencyMs).map(([b, ms]) => [Number(b), ms])),
+    peakQps: v.peakQps,
+    loadLatencyMs: v.loadLatencyMs,
+    pricePerS: v.pricePerS,
+    profiled: v.profiled,
+    ...(v.resources ? { resources: { ...v.resources } } : {}),
+    ...(v.concurrency !== undefined ? { concurrency: v.concurrency } : {}),
+  };
+}
+
+/**
+ * The variant the live warm-up leaves on the stack's workers: what the dispatcher's selection (libs/policy
+ * `selectForApp` over a `SelectionIndex` of the app's profiled CPU variants, all Inactive, as the
+ * simulator's dispatcher runs it) picks for a query of the app at the replay's SLO and accuracy, its
+ * load placed. Throws when no variant meets them (the live warm-up could not start either).
+ */
+export function replayPreloadVariant(variants: readonly VariantProfile[], c: ReplayConfig): VariantProfile {
+  const index = new SelectionIndex(variants.filter((v) => v.app === c.app && v.hardware === "cpu" && v.profiled));
+  const d = selectForApp(index, c.app, { latencyMs: c.sloMs, minAccuracy: c.minAccuracy }, 0, () => ({ outcome: "placed", reason: "the warm-up's load" }));
+  if (d.kind !== "route") throw new Error(`no CPU variant of app ${c.app} to preload for SLO ${c.sloMs} ms, accuracy ≥ ${c.minAccuracy}: ${d.reason}`);
+  return d.variant;
+}
+
+/** Function durations when the calibration has none (scripts/replay.ts's defaults). */
+const DEFAULT_FUNCTION_COLD_START_MS = 2000;
+const DEFAULT_FUNCTION_WARM_MS = 20;
+
+/**
+ * The simulator's input for a prediction, from the calibration alone (see {@link predictReplay} for
+ * what enters how). Throws when the calibration has no profiled CPU variant of the replay's app.
+ */
+export function replayPredictionInput(p: ReplayPredictionInput): ReplaySimInput {
+  const { calibration: cal, config: c } = p;
+  const variants = cal.variants.map(calibratedProfile).filter((v) => v.app === c.app && v.hardware === "cpu" && v.profiled);
+  if (variants.length === 0) throw new Error(`the calibration (app ${cal.app}, ${cal.date}) has no profiled CPU variant of app ${c.app}`);
+  const pick = replayPreloadVariant(variants, c);
+  return {
+    config: c,
+    arrivalsMs: p.arrivalsMs,
+    durationMs: p.durationMs,
+    variants,
+    preload: Array.from({ length: c.staticWorkers }, (_, worker) => ({ variant: pick.name, count: 1, worker })),
+    // (each launch draws from the samples; the median stands for them where one figure is read)
+    bootMs: medianOf(cal.bootMs) ?? c.planBootMs,
+    bootMsSamples: cal.bootMs,
+    ...(cal.workerMemoryBytes > 0 ? { workerMemoryBytes: cal.workerMemoryBytes } : {}),
+    functionColdStartMs: medianOf(cal.functions.coldStartMs) ?? DEFAULT_FUNCTION_COLD_START_MS,
+    // (the mean where the samples are not drawn: money sums durations, see scripts/replay.ts)
+    functionWarmMs: meanOf(cal.functions.warmMs) ?? pick.latencyMs[1] ?? DEFAULT_FUNCTION_WARM_MS,
+    functionWarmMsSamples: cal.functions.warmMs,
+    functionsWarm: c.functionPoolSize,
+    contention: cal.contention,
+    reportPeriod: { periodMs: cal.reports.periodMs, jitterMs: cal.reports.jitterMs },
+    seed: p.seed,
+  };
+}
+
+/**
+ * The simulator's prediction of a live replay from a calibration file alone (`npm run calibrate`),
+ * reading nothing of the run it is compared with. How each calibrated figure enters:
+ *
+ * - **variants**: the app's profiled CPU variants, as the calibration profiled them ({@link calibratedProfile}).
+ * - **contention**: every second, the demand of the second before (the simulator's instances' busy time
+ *   at profiled batch times × their threads), the machines booting now and the machines serving (up or
+ *   draining) give every machine's slowdown and observed factor for the next second (libs/sim
+ *   calibration.ts `contentionModel`; one host). A
+ *   launch counts as booting from its executor process's start (`bootDelayMs` after the launch) to its
+ *   first report, as the calibration's `booting` points were measured.
+ * - **bootMs**: each launch boots for one of the samples, drawn from the seed (the plan is still told
+ *   the configured `planBootMs`, as the live vm-autoscaler is told BOOT_TIME_MS). The samples include
+ *   the boot delay the calibration ran with (`npm run calibrate` uses the replay's): a calibration taken
+ *   at another speedup has another delay in them.
+ * - **functions**: a cold start is the cold samples' median; each warm invocation runs one of the warm
+ *   samples, drawn (their mean on average: money sums durations); without samples, 2000 ms and the
+ *   picked variant's batch-1 latency.
+ * - **reports**: the machines report every `periodMs` from a phase drawn from the seed, each late by a
+ *   uniform draw whose spread makes the intervals' standard deviation `jitterMs` (libs/sim
+ *   calibration.ts `reportTimes`); the VM autoscaler's first tick (at `vmTickMs`) reads the simulator's
+ *   own reports.
+ * - **workerMemoryBytes**: what every worker offers its variants (0: unlimited).
+ * - **preload**: one instance of the variant selection picks for the SLO and accuracy on each static
+ *   worker ({@link replayPreloadVariant}), and the function pool warm (the live warm-up's burst starts
+ *   its containers).
+ *
+ * Not used: `emulation` (the batch-time spread: a second's batches all take profile × slowdown) and
+ * `host` (recorded for the reader). Deterministic for a seed.
+ */
+export function predictReplay(p: ReplayPredictionInput): ReplaySimResult {
+  return runReplaySim(replayPredictionInput(p));
 }
 
 /** The stack's own workers over the window, in trace time (the same on both sides). */

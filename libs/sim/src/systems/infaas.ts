@@ -26,6 +26,12 @@
  *   `sloMonitor`, as the live-replay scenario runs it); a machine lost with `sim.killMachine` stops
  *   heartbeating and is replaced with the variants it ran. Every machine is the autoscaler's own (it
  *   may terminate any) unless `unmanagedWorkers` says the initial ones are not (a stack's own workers).
+ * - **Scaling policy** (`scalingPolicy`, the vm-autoscaler's SCALING_POLICY; libs/policy
+ *   scaling-policy.ts): which of the plan's rules run (`combined`, the default: all of them; `infaas`,
+ *   `mark`, `static`), put into the plan's config as the service puts it; `infaas` and `static` use no
+ *   overflow (the dispatcher's OVERFLOW=off), whatever `overflow` says. The forecasts and SLO samples
+ *   are fed as the scenario says; the plan reads only what its rules use. (Not the `static` mode below:
+ *   that one runs no VM autoscaler at all.)
  * - **Overflow** (with `overflow`): per query routed to a variant, the live dispatcher's decision
  *   (libs/policy `overflowInputFor` + `decideOverflow`, from the variant's ready replicas slowed down
  *   by what the last second's batches took, `observedOverflowCapacity`, or its loading ones with their
@@ -104,6 +110,10 @@ import {
   WORKER_STALE_MS,
   type ObservedVariant,
   type ProviderMachine,
+  DEFAULT_SCALING_POLICY,
+  machinePlanRulesOf,
+  scalingRulesOf,
+  type ScalingPolicy,
 } from "@sloserve/policy";
 import type { ArrivalsReport, Hardware, ScaleVmRequest, VariantState, WorkerReport } from "@sloserve/contracts";
 import { drop, type Simulator } from "../engine.js";
@@ -125,8 +135,11 @@ export interface InfaasSystemOptions {
   templates?: Readonly<Record<string, MachineOptions>>;
   /** Machine kind that hosts a variant. @default variant.hardware */
   kindOf?: (v: VariantProfile) => string;
-  /** Instances loaded at t = 0 (on the first worker of the variant's kind that fits). */
-  preload?: ReadonlyArray<{ variant: string; count: number }>;
+  /**
+   * Instances loaded at t = 0: on the first worker of the variant's kind that fits, or on the initial
+   * worker `worker` (an index into `workers`) when given.
+   */
+  preload?: ReadonlyArray<{ variant: string; count: number; worker?: number }>;
   /** Latency SLO per model, for the autoscaler's candidate variants. */
   sloMsByModel: Readonly<Record<string, number>>;
   /** Bill each running variant instance at its own price (INFaaS §6.2). @default false */
@@ -192,8 +205,21 @@ export interface InfaasSystemOptions {
    * what a test replays into the live vm-autoscaler's shell. @default none
    */
   trace?: (e: InfaasTraceEvent) => void;
-  /** Serverless overflow: the function pool and a callback per query sent to it. @default none */
+  /**
+   * The boot time of each machine the VM autoscaler launches (or launches as a replacement), asked
+   * once per launch with the machine's kind: e.g. a draw from measured boot times. The plan is still
+   * told the kind's figure (`kinds`, else the template's `bootMs`), as the live vm-autoscaler is told
+   * BOOT_TIME_MS. @default the template's `bootMs`
+   */
+  launchBootMs?: (kind: string) => number;
+  /** Serverless overflow: the function pool and a callback per query sent to it (not used by the `infaas` and `static` scaling policies). @default none */
   overflow?: { pool: FunctionPool; onOverflow?: (q: Query, nowMs: number) => void };
+  /**
+   * The scaling policy (libs/policy scaling-policy.ts; the vm-autoscaler's SCALING_POLICY): the plan's
+   * rule switches (`planConfig` may still set one itself) and whether `overflow` is used.
+   * @default "combined"
+   */
+  scalingPolicy?: ScalingPolicy;
 }
 
 export type InfaasTraceEvent =
@@ -222,6 +248,8 @@ export interface InfaasSystem {
 /** Where a system's settings differ from the live services' defaults (docs/CONFIGURATION.md), in words, for its report. */
 export function liveSettingsDifferences(opts: InfaasSystemOptions): string[] {
   const out: string[] = [];
+  const policy = opts.scalingPolicy ?? DEFAULT_SCALING_POLICY;
+  if (policy !== DEFAULT_SCALING_POLICY) out.push(`the scaling policy is ${policy} (live: SCALING_POLICY=${DEFAULT_SCALING_POLICY})`);
   const ticks = opts.vmConfig?.readingTicks ?? LIVE_READING_TICKS;
   if (ticks !== LIVE_READING_TICKS) out.push(`the VM autoscaler reads ${ticks} tick${ticks === 1 ? " (INFaaS's rule)" : "s"} (live: ${LIVE_READING_TICKS}, READING_TICKS)`);
   if (opts.packBelowUtilisation === null) out.push(`loads go to the least utilised machine (live: packed on the busiest under ${Math.round(PACK_BELOW_UTILISATION * 100)}%)`);
@@ -247,6 +275,9 @@ export function withInfaasPaperRules(opts: InfaasSystemOptions): InfaasSystemOpt
 export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): InfaasSystem {
   const packBelowUtilisation = opts.packBelowUtilisation === undefined ? PACK_BELOW_UTILISATION : (opts.packBelowUtilisation ?? undefined);
   const migrateInterfered = opts.migrateInterfered ?? true;
+  const scalingPolicy = opts.scalingPolicy ?? DEFAULT_SCALING_POLICY;
+  /** The function pool, where the scaling policy overflows (the live dispatcher's OVERFLOW). */
+  const overflow = scalingRulesOf(scalingPolicy).overflow ? opts.overflow : undefined;
   const kindOf = opts.kindOf ?? ((v: VariantProfile) => String(v.hardware));
   const stateCfg = opts.stateConfig ?? DEFAULT_VARIANT_STATE_CONFIG;
   const maxLog = opts.maxLog ?? 5000;
@@ -320,8 +351,10 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   for (const p of opts.preload ?? []) {
     const v = profileOf(p.variant);
     for (let i = 0; i < p.count; i++) {
-      const m = machines.find((mm) => mm.kind === kindOf(v) && mm.fits(v.resources ?? {}));
-      if (!m || !load(v, m, true)) throw new Error(`preload: no ${kindOf(v)} worker has room for ${v.name}`);
+      const m = p.worker !== undefined ? machines[p.worker] : machines.find((mm) => mm.kind === kindOf(v) && mm.fits(v.resources ?? {}));
+      if (!m || m.kind !== kindOf(v) || !load(v, m, true)) {
+        throw new Error(p.worker === undefined ? `preload: no ${kindOf(v)} worker has room for ${v.name}` : `preload: initial worker ${p.worker} is not a ${kindOf(v)} worker with room for ${v.name}`);
+      }
     }
   }
 
@@ -505,7 +538,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     let cache = queueByStream[q.stream];
     if (cache === undefined || cache.variant !== d.variant) queueByStream[q.stream] = cache = { variant: d.variant, queue: queueOf(d.variant.name) };
     const queue = cache.queue;
-    if (opts.overflow && cause === "arrival") {
+    if (overflow && cause === "arrival") {
       // The live dispatcher's decision, from what serves the variant now (or what is loading).
       const ready = queue.replicas.filter((r) => r.state === "ready").length;
       const loading = queue.replicas.filter((r) => r.state === "loading").length;
@@ -525,8 +558,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       );
       if (o.action === "overflow") {
         backlogs.set(d.variant.name, backlog);
-        opts.overflow.onOverflow?.(q, sim.nowMs);
-        return opts.overflow.pool;
+        overflow.onOverflow?.(q, sim.nowMs);
+        return overflow.pool;
       }
       backlog.queries++;
       backlogs.set(d.variant.name, backlog);
@@ -684,7 +717,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
   let vmState: MachinePlanState = emptyMachinePlanState();
   const kinds: Record<string, MachineKind> = {};
   for (const [k, t] of Object.entries(templates)) kinds[k] = { instanceType: t.type, pricePerHour: t.pricePerS * 3600, bootMs: t.bootMs ?? 0, resources: t.resources ?? {}, ...(opts.kinds?.[k] ?? {}) };
-  const planConfig: Partial<MachinePlanConfig> = { ...(opts.planConfig ?? {}), vm: opts.vmConfig ?? {} };
+  // The policy's rule switches first (as the vm-autoscaler sets them from SCALING_POLICY); planConfig may set one itself.
+  const planConfig: Partial<MachinePlanConfig> = { ...machinePlanRulesOf(scalingPolicy), ...(opts.planConfig ?? {}), vm: opts.vmConfig ?? {} };
   /** The machines the autoscaler launched, as its provider lists them (a machine lost silently still runs, for the provider). */
   const providerMachines = (): ProviderMachine[] => {
     const out: ProviderMachine[] = [];
@@ -694,6 +728,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     }
     return out;
   };
+  /** A machine as the template says, with its boot time for this launch when drawn (`launchBootMs`). */
+  const launchFrom = (tpl: MachineOptions): Machine => sim.launchMachine(opts.launchBootMs ? { ...tpl, bootMs: opts.launchBootMs(tpl.kind) } : tpl);
   const reportTimes = new Set(opts.reportTimesMs ?? []);
   const lastReportTime = opts.reportTimesMs?.[opts.reportTimesMs.length - 1] ?? 0;
   /** Whether the machines report at `nowMs` (the schedule below). */
@@ -731,7 +767,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         const tpl = templates[d.kind];
         if (!tpl) continue;
         for (let n = 0; n < d.count; n++) {
-          const nm = sim.launchMachine(tpl);
+          const nm = launchFrom(tpl);
           machines.push(nm);
           if (n === 0) for (const p of pending.filter((pp) => pp.kind === d.kind)) for (let i = 0; i < p.count; i++) load(profileOf(p.variant), nm);
         }
@@ -739,7 +775,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         const old = machines.find((mm) => mm.name === d.worker);
         const tpl = templates[d.kind];
         if (!old || !tpl) continue;
-        const nm = sim.launchMachine(tpl);
+        const nm = launchFrom(tpl);
         machines.push(nm);
         fleet.forget(old.name);
         for (const v of d.restore) load(profileOf(v), nm);
