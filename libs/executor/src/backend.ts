@@ -58,5 +58,7 @@ export interface BackendLoadOptions {
 export interface BackendFactory {
   /** Hardware kind this factory serves: "cpu", "gpu" or "inferentia". */
   hardware: "cpu" | "gpu" | "inferentia";
+  /** Whether a load needs the model's output signature (`BackendLoadOptions.outputs`): the emulated engine's, which answers zeros of it; the worker reads the model's record only then. */
+  needsOutputs?: boolean;
   load(bytes: Uint8Array, options: BackendLoadOptions): Promise<ModelBackend>;
 }

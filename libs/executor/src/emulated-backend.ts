@@ -69,6 +69,7 @@ export function emulatedBackend(hardware: "cpu" | "gpu" | "inferentia", options:
   const sleep = options.sleep ?? timer;
   return {
     hardware,
+    needsOutputs: true,
     async load(_bytes, { model, variant, outputs, profile }): Promise<ModelBackend> {
       const name = variant ?? model;
       if (!outputs) throw new Error(`emulating ${name} needs its model's output signature, and the worker has none (is ${model} still registered?)`);

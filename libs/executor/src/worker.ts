@@ -267,7 +267,7 @@ export class Worker {
     let pending = count;
     this.reserve(variant, pending);
     try {
-      const [bytes, model] = await Promise.all([this.bus.models.getBlob(variant.object), this.store.getModel(variant.model)]);
+      const [bytes, model] = await Promise.all([this.bus.models.getBlob(variant.object), this.backends.needsOutputs ? this.store.getModel(variant.model) : undefined]);
       if (!bytes) throw new Error(`model binary ${variant.object} is missing from the repository`);
       for (let i = 0; i < count; i++) {
         const backend = await this.backends.load(bytes, {
