@@ -9,8 +9,8 @@ import { prng, randomFloats, referenceRunner, maxRelativeDiff } from "./support.
  * The Open Inference Protocol as standard clients speak it, on the real stack: the HTTP binary tensor
  * extension sent as raw bytes, the gRPC service through a client generated at run time from the
  * .proto, version routes, model-less queries (an app's name as model_name, its requirements as
- * request parameters) over both, and bad input over both. Answers are checked against onnxruntime
- * run directly in this process.
+ * request parameters) over both, Triton's model configuration, statistics and repository index over
+ * both, and bad input over both. Answers are checked against onnxruntime run directly in this process.
  */
 
 const cls = ocrModels().find((m) => m.name === "ocr-cls")!;
@@ -189,6 +189,83 @@ describe("e2e open inference protocol", () => {
     expect(JSON.parse((viaGrpc.parameters as Record<string, { string_param: string }>).served_by!.string_param).model).toBe(appModel.name);
     const bytes = Buffer.from((viaGrpc.raw_output_contents as Buffer[])[0]!);
     expect(maxRelativeDiff(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4), want)).toBeLessThan(1e-5);
+  });
+
+  it("oip triton - model configuration, statistics and repository index over HTTP and gRPC, as tritonclient calls them", async () => {
+    const get = async (path: string, init?: RequestInit) => {
+      const r = await fetch(`${stack.httpUrl}${path}`, init);
+      return { status: r.status, body: (await r.json()) as Record<string, unknown> & Array<Record<string, unknown>> };
+    };
+    type Stats = { name: string; version: string; last_inference: number; inference_count: number; execution_count: number; inference_stats: Record<string, { count: number; ns: number }> };
+    const statsOf = async (name: string): Promise<Stats> => {
+      const r = await get(`/v2/models/${name}/stats`);
+      expect(r.status).toBe(200);
+      return (r.body.model_stats as Stats[])[0]!;
+    };
+
+    // Configuration: the record the metadata reports, in Triton's terms; max_batch_size is the largest
+    // variant batch (VARIANT_BATCH_SIZES=1 here), so dims leave out the batch dimension.
+    const meta = (await get(`/v2/models/${cls.name}`)).body as unknown as { inputs: Array<{ shape: number[] }>; outputs: Array<{ name: string; shape: number[] }> };
+    const config = await get(`/v2/models/${cls.name}/config`);
+    expect(config.status).toBe(200);
+    expect(config.body).toEqual({
+      name: cls.name,
+      platform: "onnxruntime_onnx",
+      backend: "onnxruntime",
+      max_batch_size: 1,
+      input: [{ name: "x", data_type: "TYPE_FP32", format: "FORMAT_NONE", dims: [3, -1, -1] }],
+      output: [{ name: outputName, data_type: "TYPE_FP32", dims: meta.outputs[0]!.shape.slice(1) }],
+    });
+    expect((await get(`/v2/models/${cls.name}/versions/1/config`)).body).toEqual(config.body);
+    expect(await get("/v2/models/nope/config")).toEqual({ status: 404, body: { error: "no model named 'nope' (nor an app)", code: "unknown_model" } });
+    const viaGrpc = (await call("ModelConfig", { name: cls.name, version: "1" })).config as Record<string, unknown>;
+    // The test's client decodes enums as numbers: 11 is TYPE_FP32 in Triton's DataType.
+    expect(viaGrpc).toEqual({ name: cls.name, platform: "onnxruntime_onnx", backend: "onnxruntime", max_batch_size: 1, input: [{ name: "x", data_type: 11, format: 0, dims: [3, -1, -1] }], output: [{ name: outputName, data_type: 11, dims: meta.outputs[0]!.shape.slice(1) }] });
+    expect(await grpcError("ModelConfig", { name: "nope" })).toEqual({ code: grpc.status.NOT_FOUND, details: "no model named 'nope' (nor an app)" });
+
+    // Statistics move with the queries this frontend serves: 2 rows over HTTP, 1 over gRPC, 1 refused after the model was found.
+    const before = await statsOf(cls.name);
+    const startedAt = Date.now();
+    const data = rows(7, 2);
+    const http = await postBinary(`/v2/models/${cls.name}/infer`, { inputs: [{ name: "x", datatype: "FP32", shape: [2, ...rowShape], parameters: { binary_data_size: data.byteLength } }] }, bytesOf(data));
+    expect(http.status).toBe(200);
+    await call("ModelInfer", { model_name: cls.name, inputs: [{ name: "x", datatype: "FP32", shape: [1, ...rowShape] }], raw_input_contents: [bytesOf(data.subarray(0, rowElements))] });
+    expect((await grpcError("ModelInfer", { model_name: cls.name, inputs: [{ name: "x", datatype: "FP32", shape: [1, 4, 48, 192] }], raw_input_contents: [bytesOf(data.subarray(0, rowElements))] })).code).toBe(grpc.status.INVALID_ARGUMENT);
+    const after = await statsOf(cls.name);
+    const s = after.inference_stats;
+    const b = before.inference_stats;
+    expect([after.name, after.version]).toEqual([cls.name, "1"]);
+    expect([s.success!.count - b.success!.count, s.fail!.count - b.fail!.count, after.inference_count - before.inference_count, after.execution_count - before.execution_count]).toEqual([2, 1, 3, 2]);
+    expect(after.last_inference).toBeGreaterThanOrEqual(startedAt);
+    expect(after.last_inference).toBeLessThanOrEqual(Date.now());
+    for (const phase of ["success", "fail", "compute_infer"]) expect(s[phase]!.ns, phase).toBeGreaterThan(b[phase]!.ns);
+    for (const phase of ["queue", "compute_input", "compute_infer", "compute_output"]) expect(s[phase]!.count, phase).toBe(s.success!.count);
+    expect((await get(`/v2/models/${cls.name}/versions/1/stats`)).body.model_stats).toEqual([after]);
+    expect(await get("/v2/models/nope/stats")).toEqual({ status: 404, body: { error: "no model named 'nope' (nor an app)", code: "unknown_model" } });
+    const all = (await get("/v2/models/stats")).body.model_stats as Stats[];
+    expect(all.map((x) => x.name)).toEqual(expect.arrayContaining([cls.name, appModel.name]));
+    expect(all.find((x) => x.name === cls.name)).toEqual(after);
+    const grpcStats = (await call("ModelStatistics", { name: cls.name })).model_stats as Stats[];
+    expect(grpcStats).toHaveLength(1);
+    expect(grpcStats[0]!.inference_stats.success).toEqual(s.success);
+    expect([grpcStats[0]!.inference_count, grpcStats[0]!.last_inference]).toEqual([after.inference_count, after.last_inference]);
+    expect(((await call("ModelStatistics", {})).model_stats as Stats[]).map((x) => x.name)).toEqual(all.map((x) => x.name));
+    expect((await grpcError("ModelStatistics", { name: "nope" })).code).toBe(grpc.status.NOT_FOUND);
+
+    // The repository index: the model just queried has a serving instance.
+    const index = await get("/v2/repository/index", { method: "POST" });
+    expect(index.status).toBe(200);
+    expect(index.body).toContainEqual({ name: cls.name, version: "1", state: "READY", reason: "" });
+    expect(index.body.map((e) => e.name).sort()).toEqual([appModel.name, cls.name].sort());
+    // tritonclient's request: an empty body, here with a JSON content type; and {"ready": true}.
+    expect((await get("/v2/repository/index", { method: "POST", headers: { "content-type": "application/json" } })).body).toEqual(index.body);
+    const ready = await get("/v2/repository/index", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ready: true }) });
+    expect(ready.body).toEqual(index.body.filter((e) => e.state === "READY"));
+    expect((await get("/v2/repository/index", { method: "POST", body: JSON.stringify({ ready: "yes" }) })).status).toBe(400);
+    const grpcIndex = (await call("RepositoryIndex", {})).models as Array<Record<string, unknown>>;
+    expect(grpcIndex).toEqual(index.body);
+    expect((await call("RepositoryIndex", { ready: true })).models).toEqual(ready.body);
+    expect((await call("ServerMetadata", {})).extensions).toEqual(expect.arrayContaining(["model_repository", "model_configuration", "statistics"]));
   });
 
   it("oip bad input - HTTP answers 4xx naming the problem, gRPC the matching status; good queries still pass", async () => {

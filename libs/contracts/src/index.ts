@@ -12,3 +12,4 @@ export * from "./pipelines.js";
 export * from "./access.js";
 export * from "./nats-permissions.js";
 export * from "./calibration.js";
+export * from "./triton.js";

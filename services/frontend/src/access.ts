@@ -105,6 +105,12 @@ export const httpRules: Readonly<Record<string, Rule>> = {
   "GET /v2/models/:model/versions/:version": { action: "read", target: model },
   "GET /v2/models/:model/ready": { action: "read", target: model },
   "GET /v2/models/:model/versions/:version/ready": { action: "read", target: model },
+  "GET /v2/models/:model/config": { action: "read", target: model },
+  "GET /v2/models/:model/versions/:version/config": { action: "read", target: model },
+  // Statistics of every model: a listing, filtered to the key's apps.
+  "GET /v2/models/stats": { action: "read" },
+  "GET /v2/models/:model/stats": { action: "read", target: model },
+  "GET /v2/models/:model/versions/:version/stats": { action: "read", target: model },
   "POST /v2/models/:model/infer": { action: "query", target: model },
   "POST /v2/models/:model/versions/:version/infer": { action: "query", target: model },
   "POST /v1/apps/:app/infer": { action: "query", target: app },
@@ -127,6 +133,10 @@ export const grpcRules: Readonly<Record<string, { action: AccessAction | "open";
   ServerMetadata: { action: "open" },
   ModelReady: { action: "read", name: (r) => r.name },
   ModelMetadata: { action: "read", name: (r) => r.name },
+  ModelConfig: { action: "read", name: (r) => r.name },
+  // An empty name: every model's statistics, a listing filtered to the key's apps (as RepositoryIndex).
+  ModelStatistics: { action: "read", name: (r) => r.name },
+  RepositoryIndex: { action: "read" },
   ModelInfer: { action: "query", name: (r) => r.model_name },
 };
 
@@ -173,13 +183,14 @@ export function registerAccessControl(server: App, ctl: AccessControl | undefine
   });
 }
 
-/** Checks a gRPC call's key (metadata `authorization: Bearer <key>` or `x-api-key`) against its method's rule; throws 401/403 ServeErrors. */
-export async function checkGrpcCall(ctl: AccessControl, method: string, metadata: grpc.Metadata, request: unknown): Promise<void> {
+/** Checks a gRPC call's key (metadata `authorization: Bearer <key>` or `x-api-key`) against its method's rule; throws 401/403 ServeErrors. Returns the key (undefined on an open method), for listings. */
+export async function checkGrpcCall(ctl: AccessControl, method: string, metadata: grpc.Metadata, request: unknown): Promise<ApiKeyGrant | undefined> {
   const rule = grpcRules[method];
   if (!rule) throw new ServeError(ErrorCode.forbidden, `gRPC method ${method} has no access rule`);
-  if (rule.action === "open") return;
+  if (rule.action === "open") return undefined;
   const first = (k: string): unknown => metadata.get(k)[0];
   const grant = await ctl.auth.authenticate(tokenOf(first("authorization"), first("x-api-key")));
   const name = rule.name?.((request ?? {}) as Record<string, unknown>);
   await check(grant, rule.action, rule.name ? () => (typeof name === "string" ? nameTarget(ctl.catalog, name) : Promise.resolve(undefined)) : undefined);
+  return grant;
 }

@@ -10,14 +10,12 @@ import {
   headers,
   httpStatusOf,
   isErrorCode,
-  servingStates,
   subjects,
   type Clock,
   type ModelRecord,
 } from "@sloserve/contracts";
 import { errorFromReply, makeHeaders, type Bus, type Logger } from "@sloserve/bus";
 import type { ApiKeyStore, Catalog, MetadataStore } from "@sloserve/store";
-import { canSee } from "@sloserve/policy";
 import { registerAccessControl } from "./access.js";
 import type { Authenticator } from "./auth.js";
 import { registerKeyRoutes } from "./keys.js";
@@ -29,6 +27,7 @@ import { registerOipHttpRoutes } from "./oip-http.js";
 import { askBus, serverMetadata, serverReady, type QueryDeps } from "./query.js";
 import { registerObservationRoutes } from "./observe.js";
 import type { ProfileProgressView } from "./progress.js";
+import type { InferenceStatistics } from "./statistics.js";
 import multipart from "@fastify/multipart";
 
 export interface FrontendOptions {
@@ -51,6 +50,8 @@ export interface FrontendDeps {
   options: FrontendOptions;
   /** Where deadlines and timestamps come from (systemClock in the service). */
   clock: Clock;
+  /** The query counts of this process (statistics.ts), shared with the gRPC service. */
+  stats: InferenceStatistics;
   /** Access control (API keys; access.ts): absent, every route is open (AUTH=false). */
   auth?: { authenticator: Authenticator; keys: ApiKeyStore } | undefined;
 }
@@ -215,9 +216,10 @@ export async function buildApp(deps: FrontendDeps) {
   });
   app.get("/v2", async () => serverMetadata);
 
-  // ---- Open Inference Protocol: model metadata, readiness and inference over HTTP (oip-http.ts); the
-  // protocol-neutral path it shares with the gRPC service is query.ts ----
-  const queryDeps: QueryDeps = { bus, store, catalog, clock, defaultTimeoutMs: options.defaultTimeoutMs };
+  // ---- Open Inference Protocol: model metadata, readiness and inference over HTTP, and Triton's model
+  // configuration, statistics and repository index (oip-http.ts); the protocol-neutral path it shares
+  // with the gRPC service is query.ts ----
+  const queryDeps: QueryDeps = { bus, store, catalog, clock, defaultTimeoutMs: options.defaultTimeoutMs, stats: deps.stats };
   registerOipHttpRoutes(app, queryDeps, { maxBodyBytes: options.maxBodyBytes });
 
   /** Sends a query on the bus and turns the answer (or its error) into the HTTP reply (pipelines). */
@@ -228,18 +230,6 @@ export async function buildApp(deps: FrontendDeps) {
 
   // ---- Pipelines (register, list, delete, query): pipelines.ts ----
   await registerPipelineRoutes(app, { bus, store, catalog, log }, ask);
-
-  // ---- Model repository ----
-  app.post("/v2/repository/index", async (req) => {
-    const [models, instances] = await Promise.all([store.listModels(), store.listInstances()]);
-    // With access control on, a key limited to some apps sees their models only.
-    return models.filter((m) => canSee(req.apiKey ?? undefined, [m.app])).map((m) => {
-      const states = instances.filter((i) => i.model === m.name).map((i) => i.state);
-      const state = states.some((x) => servingStates.has(x)) ? "READY" : states.includes("loading") ? "LOADING" : "UNAVAILABLE";
-      const reason = state === "UNAVAILABLE" ? "no instance loaded (loads on the first query)" : "";
-      return { name: m.name, version: "1", state, reason };
-    });
-  });
 
   // Registration: the ONNX binary as the body (application/octet-stream), or multipart/form-data
   // with parts `model` (file), `validation` (file: binary tensors or JSON), `task`, `dataset`,

@@ -1,14 +1,15 @@
 import { randomUUID } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { ErrorCode, ServeError, httpStatusOf, oipGrpcProtoPath, tensorBytes, type OipInput, type OipRequest } from "@sloserve/contracts";
+import { ErrorCode, ServeError, httpStatusOf, oipGrpcProtoPath, tensorBytes, type ApiKeyGrant, type OipInput, type OipRequest } from "@sloserve/contracts";
 import type { Logger } from "@sloserve/bus";
-import { modelMetadata, modelReady, serveOipQuery, serverMetadata, serverReady, type QueryDeps } from "./query.js";
+import { modelConfig, modelMetadata, modelReady, modelStatistics, repositoryIndexOf, serveOipQuery, serverMetadata, serverReady, type QueryDeps } from "./query.js";
 import { checkGrpcCall, grpcRules, type AccessControl } from "./access.js";
 
 /**
  * The Open Inference Protocol over gRPC: `inference.GRPCInferenceService` of
- * libs/contracts/proto/open_inference_grpc.proto (loaded at run time, no generated code). Every call
+ * libs/contracts/proto/open_inference_grpc.proto (loaded at run time, no generated code), with
+ * Triton's ModelConfig, ModelStatistics and RepositoryIndex. Every call
  * is translated to and from the protocol-neutral path of query.ts, which the HTTP routes share;
  * errors become gRPC status codes (with our error code in the `x-error-code` trailer).
  */
@@ -152,6 +153,10 @@ export function loadInferenceService(): grpc.ServiceDefinition {
   return service.service;
 }
 
+/** The key each call was checked with (guarded calls only), for the listings that show a key's apps only. */
+const grants = new WeakMap<object, ApiKeyGrant>();
+const grantOf = (call: object): ApiKeyGrant | undefined => grants.get(call);
+
 /**
  * Every method checked against its access rule (access.ts `grpcRules`) before it runs: a refusal is
  * UNAUTHENTICATED or PERMISSION_DENIED with the reason. A method without a rule fails the start.
@@ -163,7 +168,10 @@ function guarded(access: AccessControl, log: Logger, handlers: grpc.UntypedServi
     const unaryHandler = handler as unknown as grpc.handleUnaryCall<unknown, unknown>;
     out[method] = ((call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
       checkGrpcCall(access, method, call.metadata, call.request).then(
-        () => unaryHandler(call, callback),
+        (grant) => {
+          if (grant) grants.set(call, grant);
+          unaryHandler(call, callback);
+        },
         (err: unknown) => callback(toGrpcError(err, log)),
       );
     }) as grpc.UntypedHandleCall;
@@ -189,6 +197,10 @@ export async function startGrpcServer(
     ServerMetadata: unary(log, async () => serverMetadata),
     ModelReady: unary(log, async (r: NameRequest) => ({ ready: await modelReady(deps, r.name, r.version) })),
     ModelMetadata: unary(log, async (r: NameRequest) => modelMetadata(deps.catalog, r.name, r.version)),
+    // Triton's extensions (tritonclient's get_model_config, get_inference_statistics, get_model_repository_index).
+    ModelConfig: unary(log, async (r: NameRequest) => ({ config: await modelConfig(deps.catalog, r.name, r.version) })),
+    ModelStatistics: unary(log, async (r: NameRequest, call) => modelStatistics(deps, r.name, r.version, grantOf(call))),
+    RepositoryIndex: unary(log, async (r: { repository_name?: string; ready?: boolean }, call) => ({ models: await repositoryIndexOf(deps.store, grantOf(call), r.ready === true) })),
     ModelInfer: unary(log, async (message: InferRequestMessage, call) => {
       const deadline = call.getDeadline();
       const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;

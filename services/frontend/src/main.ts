@@ -8,6 +8,7 @@ import { Authenticator } from "./auth.js";
 import { buildApp } from "./app.js";
 import { startGrpcServer } from "./grpc.js";
 import { ProfileProgressView } from "./progress.js";
+import { InferenceStatistics } from "./statistics.js";
 
 /** frontend: the HTTP API (Open Inference Protocol + model registration), dashboard and metrics; the Open Inference Protocol over gRPC. */
 const envSchema = frontendSettings;
@@ -19,6 +20,8 @@ await runService("frontend", process.env, async (log) => {
   const store = MetadataStore.connect(options.REDIS_URL);
   const catalog = new Catalog(store);
   const progress = new ProfileProgressView();
+  // Queries served, counted in this process for Triton's statistics extension (HTTP and gRPC alike).
+  const stats = new InferenceStatistics();
   const tls = options.TLS_CERT_FILE && options.TLS_KEY_FILE ? { cert: readFileSync(options.TLS_CERT_FILE), key: readFileSync(options.TLS_KEY_FILE) } : undefined;
   const keys = new ApiKeyStore(store.redis);
   const auth = options.AUTH ? { authenticator: new Authenticator(keys, systemClock, { adminKey: options.SLOSERVE_ADMIN_KEY, cacheMs: options.AUTH_CACHE_MS }), keys } : undefined;
@@ -39,6 +42,7 @@ await runService("frontend", process.env, async (log) => {
     progress,
     log,
     clock: systemClock,
+    stats,
     options: { maxBodyBytes: options.MAX_BODY_BYTES, maxModelBytes: options.MAX_MODEL_BYTES, defaultTimeoutMs: options.DEFAULT_TIMEOUT_MS, tls },
     auth,
   });
@@ -52,6 +56,7 @@ await runService("frontend", process.env, async (log) => {
       catalog,
       clock: systemClock,
       defaultTimeoutMs: options.DEFAULT_TIMEOUT_MS,
+      stats,
       log,
       maxMessageBytes: options.MAX_BODY_BYTES,
       access: auth ? { auth: auth.authenticator, catalog, store } : undefined,

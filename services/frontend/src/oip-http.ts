@@ -15,7 +15,7 @@ import {
   type Tensor,
 } from "@sloserve/contracts";
 import type { Logger } from "@sloserve/bus";
-import { modelMetadata, modelReady, serveOipQuery, type QueryDeps } from "./query.js";
+import { modelConfig, modelMetadata, modelReady, modelStatistics, repositoryIndexOf, serveOipQuery, type QueryDeps } from "./query.js";
 
 /**
  * The Open Inference Protocol over HTTP (KServe v2 REST): model metadata and readiness (with and
@@ -23,8 +23,11 @@ import { modelMetadata, modelReady, serveOipQuery, type QueryDeps } from "./quer
  * (`Inference-Header-Content-Length`, input `binary_data_size`, output `binary_data`, request
  * `binary_data_output`), requested outputs, the request id echoed, and model-less queries (an app's
  * name as the model, its requirements as the request parameters `slo_latency_ms`, `min_accuracy`,
- * `max_cost`; or `POST /v1/apps/{app}/infer` with `"slo"` in the body). The meaning lives in
- * query.ts, shared with the gRPC service.
+ * `max_cost`; or `POST /v1/apps/{app}/infer` with `"slo"` in the body). Triton's extensions that its
+ * clients call: `GET /v2/models/{m}[/versions/{v}]/config` (model_configuration),
+ * `GET /v2/models[/{m}[/versions/{v}]]/stats` (statistics: this frontend's counts) and
+ * `POST /v2/repository/index` (model_repository; body `{"ready": true}` optional, or none). The meaning
+ * lives in query.ts, shared with the gRPC service.
  */
 
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
@@ -75,6 +78,20 @@ function requestOf(req: FastifyRequest): { request: OipRequest; json?: unknown }
   return { request: parseOipJson(json), json };
 }
 
+/** The repository index request's `ready` (Triton's model_repository extension): an empty body is `{}`. */
+function readyOnly(body: Buffer | undefined): boolean {
+  if (!body || body.length === 0) return false;
+  let json: unknown;
+  try {
+    json = JSON.parse(body.toString("utf8"));
+  } catch (err) {
+    throw new ServeError(ErrorCode.malformedJson, `the repository index request is not valid JSON: ${(err as Error).message}`);
+  }
+  const ready = (json as { ready?: unknown } | null)?.ready;
+  if (ready !== undefined && typeof ready !== "boolean") throw new ServeError(ErrorCode.badRequest, `"ready" must be true or false, got ${JSON.stringify(ready)}`);
+  return ready === true;
+}
+
 export function registerOipHttpRoutes(app: App, deps: QueryDeps, options: { maxBodyBytes: number }): void {
   const { catalog } = deps;
   type ModelParams = { Params: { model: string; version?: string } };
@@ -89,6 +106,16 @@ export function registerOipHttpRoutes(app: App, deps: QueryDeps, options: { maxB
   };
   app.get<ModelParams>("/v2/models/:model/ready", ready);
   app.get<ModelParams>("/v2/models/:model/versions/:version/ready", ready);
+
+  // ---- Triton's extensions: model configuration, statistics (the repository index is below: it has a body) ----
+  const config = async (req: FastifyRequest<ModelParams>) => modelConfig(catalog, req.params.model, req.params.version);
+  app.get<ModelParams>("/v2/models/:model/config", config);
+  app.get<ModelParams>("/v2/models/:model/versions/:version/config", config);
+  type StatsParams = { Params: { model?: string; version?: string } };
+  const stats = async (req: FastifyRequest<StatsParams>) => modelStatistics(deps, req.params.model, req.params.version, req.apiKey ?? undefined);
+  app.get<StatsParams>("/v2/models/stats", stats);
+  app.get<StatsParams>("/v2/models/:model/stats", stats);
+  app.get<StatsParams>("/v2/models/:model/versions/:version/stats", stats);
 
   const answer = async (req: FastifyRequest, reply: FastifyReply, model: string, version: string | undefined, read: () => { request: OipRequest; slo?: Slo | undefined }, appOnly = false) => {
     const result = await serveOipQuery(deps, model, version, read, { requestId: req.id, appOnly });
@@ -105,6 +132,8 @@ export function registerOipHttpRoutes(app: App, deps: QueryDeps, options: { maxB
     // anew for every request (parsing the Content-Type header each time).
     const asBytes = (_req: FastifyRequest, body: Buffer, done: (err: null, body: Buffer) => void): void => done(null, body);
     for (const type of ["application/json", "application/octet-stream", "*"]) scope.addContentTypeParser(type, { parseAs: "buffer", bodyLimit: options.maxBodyBytes }, asBytes);
+    // Triton's clients send the index request with an empty body (or {"ready": true}), with or without a JSON content type.
+    scope.post("/v2/repository/index", async (req) => repositoryIndexOf(deps.store, req.apiKey ?? undefined, readyOnly(req.body as Buffer | undefined)));
     scope.post<ModelParams>("/v2/models/:model/infer", (req, reply) => answer(req, reply, req.params.model, undefined, () => requestOf(req)));
     scope.post<ModelParams>("/v2/models/:model/versions/:version/infer", (req, reply) => answer(req, reply, req.params.model, req.params.version, () => requestOf(req)));
     // Model-less query (INFaaS) with the requirements in the JSON body: {"inputs": …, "slo": {"latency_ms", "min_accuracy"?, "max_cost"?}},

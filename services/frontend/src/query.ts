@@ -11,15 +11,24 @@ import {
   servingStates,
   sloSchema,
   subjects,
+  repositoryIndex,
+  tritonModelConfig,
+  tritonModelStatistics,
+  type ApiKeyGrant,
   type Clock,
   type ModelRecord,
+  type RepositoryIndexEntry,
+  type TritonModelConfig,
+  type TritonModelStatistics,
   type OipRequest,
   type Slo,
   type Tensor,
 } from "@sloserve/contracts";
 import { backoffMs, errorFromReply, makeHeaders, type Bus } from "@sloserve/bus";
 import type { Catalog, MetadataStore } from "@sloserve/store";
+import { canSee } from "@sloserve/policy";
 import type { ReplyMeta } from "./infer.js";
+import { NO_COUNTS, type InferenceStatistics } from "./statistics.js";
 
 /**
  * The Open Inference Protocol's meaning, whatever carries it (HTTP JSON, the HTTP binary extension,
@@ -35,6 +44,8 @@ export interface QueryDeps {
   clock: Clock;
   /** Time a query may take when the caller gives none, ms. */
   defaultTimeoutMs: number;
+  /** This process's counts of the queries it served (statistics.ts), shared by HTTP and gRPC. */
+  stats: InferenceStatistics;
 }
 
 /** The only version each model has: every model is served as version "1". */
@@ -90,7 +101,45 @@ export async function serverReady(deps: Pick<QueryDeps, "bus" | "store">): Promi
   return { ready: nats && redis, nats, redis };
 }
 
-export const serverMetadata = { name: "sloserve", version: "0.1.0", extensions: ["model_repository", "binary_tensor_data", "parameters"] };
+/**
+ * A model's configuration in Triton's terms (the model_configuration extension): its record, as the
+ * metadata reports it, with the largest batch of its variants (an app's: of all its models' variants).
+ */
+export async function modelConfig(catalog: Catalog, name: string, version?: string): Promise<TritonModelConfig> {
+  const target = await resolveTarget(catalog, name, version);
+  const models = target.kind === "model" ? [target.model] : target.models;
+  const batches = models.flatMap((m) => (catalog.variantsByModel.get(m.name) ?? []).map((v) => v.maxBatch));
+  const m = signatureOf(target);
+  return tritonModelConfig(target.name, { platform: target.kind === "model" ? m.platform : "sloserve-app", inputs: m.inputs, outputs: m.outputs }, batches);
+}
+
+/**
+ * Triton's statistics of one model or app (404 for another name), or with no name of every registered
+ * model and every app queried, those a key limited to some apps may see only: what this frontend
+ * counted of the queries it served (statistics.ts).
+ */
+export async function modelStatistics(deps: Pick<QueryDeps, "catalog" | "stats">, name: string | undefined, version: string | undefined, grant?: ApiKeyGrant | undefined): Promise<{ model_stats: TritonModelStatistics[] }> {
+  const { catalog, stats } = deps;
+  const of = (n: string) => tritonModelStatistics(n, MODEL_VERSION, stats.get(n) ?? NO_COUNTS);
+  if (name !== undefined && name !== "") return { model_stats: [of((await resolveTarget(catalog, name, version)).name)] };
+  // A registered model belongs to its app; a name queried that is no model is an app (or one gone since: left out).
+  const appOf = (n: string): string | undefined => catalog.models.get(n)?.app ?? (catalog.modelsOfApp(n).length > 0 ? n : undefined);
+  const names = [...new Set([...catalog.models.keys(), ...stats.names()])].sort();
+  const visible = names.filter((n) => {
+    const app = appOf(n);
+    return app !== undefined && canSee(grant, [app]);
+  });
+  return { model_stats: visible.map(of) };
+}
+
+/** The repository index (models with their state; libs/contracts triton.ts), those a key limited to some apps may see only. */
+export async function repositoryIndexOf(store: MetadataStore, grant: ApiKeyGrant | undefined, readyOnly: boolean): Promise<RepositoryIndexEntry[]> {
+  const [models, instances] = await Promise.all([store.listModels(), store.listInstances()]);
+  return repositoryIndex(models.filter((m) => canSee(grant, [m.app])), instances, MODEL_VERSION, readyOnly);
+}
+
+/** Server metadata; the extensions are Triton's names of those served (tritonclient reads them). */
+export const serverMetadata = { name: "sloserve", version: "0.1.0", extensions: ["model_repository", "model_configuration", "statistics", "binary_tensor_data", "parameters"] };
 
 /**
  * A model-less query's requirements from the request parameters `slo_latency_ms`, `min_accuracy`,
@@ -161,7 +210,8 @@ export async function askBus(deps: Pick<QueryDeps, "bus" | "clock" | "defaultTim
  * x-slo-* headers: the requirements from `read`'s `slo` or else from the request parameters) and
  * returns the answer's outputs, those asked for only, with the request. The deadline is the request
  * parameter `timeout_ms`, else the transport's (`context.timeoutMs`), else the default. Errors are
- * ServeErrors; each transport maps their code to its status.
+ * ServeErrors; each transport maps their code to its status. Once the target is found, the query is
+ * counted under its name in `deps.stats` (a success with its timings, or a failure): a few additions.
  */
 export async function serveOipQuery(
   deps: QueryDeps,
@@ -170,29 +220,44 @@ export async function serveOipQuery(
   read: () => { request: OipRequest; slo?: Slo | undefined },
   context: { requestId: string; timeoutMs?: number | undefined; appOnly?: boolean },
 ): Promise<QueryAnswer & { request: OipRequest }> {
+  const started = performance.now();
   const target = await resolveTarget(deps.catalog, modelName, modelVersion, context.appOnly === true);
-  const { request, slo: given } = read();
-  const signature = signatureOf(target);
-  const requested = request.outputs?.map((o) => o.name);
-  for (const name of requested ?? []) {
-    if (!signature.outputs.some((o) => o.name === name)) {
-      throw new ServeError(ErrorCode.badRequest, `${target.kind} '${target.name}' has no output named '${name}'; its outputs are: ${signature.outputs.map((o) => o.name).join(", ")}`);
+  const counters = deps.stats.of(target.name);
+  try {
+    const { request, slo: given } = read();
+    const signature = signatureOf(target);
+    const requested = request.outputs?.map((o) => o.name);
+    for (const name of requested ?? []) {
+      if (!signature.outputs.some((o) => o.name === name)) {
+        throw new ServeError(ErrorCode.badRequest, `${target.kind} '${target.name}' has no output named '${name}'; its outputs are: ${signature.outputs.map((o) => o.name).join(", ")}`);
+      }
     }
+    const payload = oipRequestToWire(request, signature.inputs);
+    let subject: string;
+    let extra: Record<string, number | undefined> = {};
+    if (target.kind === "model") subject = subjects.inferModel(target.name);
+    else {
+      const slo = given ?? requirementsFromParameters(target.name, request.parameters);
+      subject = subjects.inferApp(target.name);
+      extra = { [headers.sloLatencyMs]: slo.latency_ms, [headers.sloMinAccuracy]: slo.min_accuracy, [headers.sloMaxCost]: slo.max_cost };
+    }
+    const sent = performance.now();
+    const reply = await askBus(deps, subject, payload, context.requestId, oipTimeoutMs(request.parameters) ?? context.timeoutMs, extra);
+    const replied = performance.now();
+    if (reply.contentType === contentTypes.json) throw new ServeError(ErrorCode.internal, `${subject} answered in JSON; the frontend asked for binary tensors`);
+    const { meta, tensors } = decodeTensors<ReplyMeta>(reply.data);
+    const { tensors: _t, ...header } = meta;
+    if (request.id !== undefined) header.id = request.id;
+    header.model_version ??= MODEL_VERSION;
+    const outputs = requested ? tensors.filter((t) => requested.includes(t.name)) : tensors;
+    // Statistics: a batch's rows when the first input has a variable first dimension, else one inference.
+    const done = performance.now();
+    const timing = header.timing_ms;
+    const rows = signature.inputs[0]?.shape[0] === -1 ? (request.inputs[0]?.shape[0] ?? 1) : 1;
+    counters.success(done - started, sent - started, (timing?.queue ?? 0) + (timing?.batch_wait ?? 0), timing?.inference ?? 0, done - replied, rows, deps.clock.now());
+    return { header, outputs, request };
+  } catch (err) {
+    counters.failure(performance.now() - started);
+    throw err;
   }
-  const payload = oipRequestToWire(request, signature.inputs);
-  let subject: string;
-  let extra: Record<string, number | undefined> = {};
-  if (target.kind === "model") subject = subjects.inferModel(target.name);
-  else {
-    const slo = given ?? requirementsFromParameters(target.name, request.parameters);
-    subject = subjects.inferApp(target.name);
-    extra = { [headers.sloLatencyMs]: slo.latency_ms, [headers.sloMinAccuracy]: slo.min_accuracy, [headers.sloMaxCost]: slo.max_cost };
-  }
-  const reply = await askBus(deps, subject, payload, context.requestId, oipTimeoutMs(request.parameters) ?? context.timeoutMs, extra);
-  if (reply.contentType === contentTypes.json) throw new ServeError(ErrorCode.internal, `${subject} answered in JSON; the frontend asked for binary tensors`);
-  const { meta, tensors } = decodeTensors<ReplyMeta>(reply.data);
-  const { tensors: _t, ...header } = meta;
-  if (request.id !== undefined) header.id = request.id;
-  header.model_version ??= MODEL_VERSION;
-  return { header, outputs: requested ? tensors.filter((t) => requested.includes(t.name)) : tensors, request };
 }

@@ -4,6 +4,7 @@ import {
   ServeError,
   checkName,
   decodeTensors,
+  isBatchable,
   subjects,
   type Hardware,
   type ModelRecord,
@@ -161,7 +162,7 @@ export async function registerModel(bus: Bus, metadata: MetadataStore, request: 
       profileShape,
       ...(options.sizeClassScales?.length ? { sizeClassScales: options.sizeClassScales } : {}),
     };
-    const batchable = [...model.inputs, ...model.outputs].every((s) => s.shape.length > 0 && s.shape[0] === -1);
+    const batchable = isBatchable(model);
     const variants: VariantRecord[] = generateVariants({ model: name, app, batchable, objects: { fp32: object, int8: int8Object } }, { hardware: options.hardware, ...(options.batchSizes ? { batchSizes: options.batchSizes } : {}), ...(options.cpuThreads ? { cpuThreads: options.cpuThreads } : {}), ...(options.tensorrtPrecisions ? { tensorrtPrecisions: options.tensorrtPrecisions } : {}), ...(options.neuronCores ? { neuronCores: options.neuronCores } : {}) });
     let created: boolean;
     try {
