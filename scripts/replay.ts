@@ -1,5 +1,5 @@
 import { mkdirSync, readFileSync, writeFileSync, createWriteStream, existsSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import cliProgress from "cli-progress";
 import { connect, headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
@@ -10,8 +10,13 @@ import {
   DEFAULT_TWITTER_TRACE,
   REPLAY_DEFAULTS,
   calibratedProfile,
+  REPLAY_PRELUDE,
   predictReplay,
+  preludeBurstSize,
   replayPreloadVariant,
+  replaySettleQps,
+  settleBounds,
+  settleMore,
   autoPeakQps,
   parseTrace,
   renderReplaySvg,
@@ -47,7 +52,7 @@ import { profileOf, registerApp, type Listing } from "./replay-models.js";
 const USAGE = `usage: npm run replay -- --out DIR --calibration FILE [--emulated] [--policy combined|infaas|mark|static-peak]
        [--trace FILE] [--speedup K] [--start-minute S] [--minutes M] [--peak-qps Q|auto | --peak-workers N]
        [--app APP] [--slo-ms MS] [--min-accuracy A] [--base URL [--nats URL]] [--max-workers N] [--seed N]
-       [--consistency] [--no-progress]
+       [--draws N] [--consistency] [--no-progress]
        npm run -s replay -- --print-env [--speedup K] [--policy P] [--emulated --calibration FILE]   (the stack's environment, for --base)`;
 
 /** The replay's policies: the vm-autoscaler's SCALING_POLICY, and static-peak: a static fleet sized for the window's peak. */
@@ -69,6 +74,8 @@ const { values } = parseArgs({
     seed: { type: "string", default: "1" },
     "max-workers": { type: "string" },
     "peak-workers": { type: "string" },
+    /** Simulator runs the prediction averages (libs/sim predictReplay `draws`). */
+    draws: { type: "string", default: "5" },
     calibration: { type: "string" },
     consistency: { type: "boolean", default: false },
     emulated: { type: "boolean", default: false },
@@ -97,6 +104,7 @@ const sloMs = num("slo-ms", values["slo-ms"], (n) => n > 0);
 const minAccuracy = num("min-accuracy", values["min-accuracy"], (n) => n >= 0 && n <= 1);
 const seed = num("seed", values.seed, Number.isInteger);
 const peakWorkers = values["peak-workers"] === undefined ? undefined : num("peak-workers", values["peak-workers"], (n) => n > 0);
+const draws = num("draws", values.draws, (n) => Number.isInteger(n) && n >= 1 && n <= 50);
 if (peakWorkers !== undefined && peakGiven !== undefined) problems.push("--peak-workers and --peak-qps: give one (the peak in workers, or in queries/s)");
 const maxWorkers = values["max-workers"] === undefined ? Math.max(4, Math.ceil(peakWorkers ?? 0) + 2) : num("max-workers", values["max-workers"], (n) => Number.isInteger(n) && n >= 1);
 const replayPolicy = values.policy as (typeof REPLAY_POLICIES)[number];
@@ -114,6 +122,8 @@ const userDir = process.env.INIT_CWD ?? process.cwd();
 /** The frozen calibration the prediction reads (and the emulated workers serve), checked before anything starts. */
 const calibrationPath = values.calibration ? resolve(userDir, values.calibration) : undefined;
 const calibration: Calibration | undefined = calibrationPath ? readCalibration(calibrationPath) : undefined;
+/** A path as the reports record it: relative to the repository when inside it. */
+const shown = (path: string | undefined): string | undefined => (path === undefined ? undefined : relative(REPO_ROOT, path).startsWith("..") ? path : relative(REPO_ROOT, path));
 function readCalibration(path: string): Calibration {
   const parsed = calibrationSchema.safeParse(JSON.parse(readFileSync(path, "utf8")));
   if (!parsed.success) {
@@ -178,15 +188,15 @@ replaySchedule(trace, { startMinute, minutes, peakQps: peakFromCalibration ?? 1 
  * and the settings alone (libs/sim `predictReplay`), and written at once (DIR/prediction.json).
  */
 const predicted = calibration && peakFromCalibration !== undefined ? predictFirst(calibration, peakFromCalibration) : undefined;
-function predictFirst(c: Calibration, peak: number): { result: ReplaySimResult; arrivals: number[]; schedule: ReturnType<typeof replaySchedule> } {
+function predictFirst(c: Calibration, peak: number): { result: ReturnType<typeof predictReplay>; arrivals: number[]; schedule: ReturnType<typeof replaySchedule> } {
   const schedule = replaySchedule(trace, { startMinute, minutes, peakQps: peak }, speedup);
   const arrivals = replayArrivals(schedule, seed);
-  const result = predictReplay({ calibration: c, config, arrivalsMs: arrivals, durationMs: schedule.durationMs, seed });
+  const result = predictReplay({ calibration: c, config, arrivalsMs: arrivals, durationMs: schedule.durationMs, seed, settleQps: replaySettleQps(schedule), draws });
   writeFileSync(
     join(outDir, "prediction.json"),
-    JSON.stringify({ command: `npm run replay -- ${process.argv.slice(2).join(" ")}`, date: new Date().toISOString(), calibration: { path: calibrationPath, date: c.date, backend: c.backend }, policy: replayPolicy, peak_qps: peak, prediction: predictionOf(result.summary), launches: result.launches }, null, 1),
+    JSON.stringify({ command: `npm run replay -- ${process.argv.slice(2).join(" ")}`, date: new Date().toISOString(), calibration: { path: shown(calibrationPath), date: c.date, backend: c.backend }, policy: replayPolicy, peak_qps: peak, window_start: predictedStart(result.prelude), prediction: predictionOf(result.summary), draws: result.draws, launches: result.launches }, null, 1),
   );
-  say(`predicted from ${calibrationPath} (${c.backend} workers, calibrated ${c.date}): ${fmtPrediction(predictionOf(result.summary))}`);
+  say(`predicted from ${calibrationPath} (${c.backend} workers, calibrated ${c.date}), the mean of ${result.draws.length} run(s): ${fmtPrediction(predictionOf(result.summary))}${result.draws.length > 1 ? `; cost $${Math.min(...result.draws.map((d) => d.cost_dollars)).toFixed(3)}-${Math.max(...result.draws.map((d) => d.cost_dollars)).toFixed(3)} over the runs` : ""}`);
   return { result, arrivals, schedule };
 }
 
@@ -419,12 +429,12 @@ say("warming up (the first queries load the variant)...");
 {
   const deadline = Date.now() + 120_000;
   let streak = 0;
-  while (streak < 20) {
+  while (streak < REPLAY_PRELUDE.warmupStreak) {
     if (Date.now() > deadline) throw new Error("warm-up: 20 queries in a row were not answered within 120 s");
     const before = outcomes.length;
     await send();
     streak = outcomes[before]?.ok ? streak + 1 : 0;
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, REPLAY_PRELUDE.warmupGapMs));
   }
   outcomes.length = 0;
 }
@@ -450,7 +460,7 @@ say(`${values.trace}: minutes ${startMinute} … ${startMinute + minutes - 1} ($
 // Then the function path: a burst the worker cannot take within the SLO, so the dispatcher's own rule sends
 // the excess to functions and the pool's containers start now, as they would have in the hours before a
 // day of a running system, not in the measured window (the simulator's pool starts as warm).
-const burstSize = Math.ceil(3 * Math.max(...variants.map((v) => v.peakQps)) * (sloMs / 1000));
+const burstSize = preludeBurstSize(variants, sloMs);
 say(`warming the function pool: a burst of ${burstSize} queries...`);
 await Promise.all(Array.from({ length: burstSize }, () => send()));
 const burstFn = outcomes.filter((o) => o.fn);
@@ -460,9 +470,8 @@ outcomes.length = 0;
 /** Waits (90 s at most) until only the stack's own workers have reported for 5 s: the warm-ups may have launched some. */
 async function fleetBack(): Promise<number> {
   const up = (): number => [...workerSeen.values()].filter((w) => Date.now() - w.last <= 1500).length;
-  const deadline = Date.now() + 90_000;
   let quiet = 0;
-  while (quiet < 5 && Date.now() < deadline) {
+  for (let checks = 0; quiet < REPLAY_PRELUDE.fleetQuietS && checks < REPLAY_PRELUDE.fleetWaitS; checks++) {
     await new Promise((r) => setTimeout(r, 1000));
     quiet = up() <= config.staticWorkers ? quiet + 1 : 0;
   }
@@ -475,15 +484,14 @@ say(`${functionsWarm} function container(s) warm (${burstFn.length} of the burst
 // minute's rate (at least 50/s): 3000 (0.999^3000 ≈ 5% of what it remembered), then more, 1000 at a
 // time, while its miss fraction is still above a tenth of its threshold (1 − SLmin), 12 000 at most;
 // never more than the window's own queries (a short check is not held up by it).
-const SETTLE_MIN = Math.min(3000, arrivals.length);
-const SETTLE_MAX = Math.min(12_000, Math.max(SETTLE_MIN, arrivals.length));
-const settleMissBound = 0.1 * (1 - DEFAULT_MACHINE_PLAN_CONFIG.slMin);
+const settle = settleBounds(arrivals.length);
+const settleMissBound = REPLAY_PRELUDE.settleMissShare * (1 - DEFAULT_MACHINE_PLAN_CONFIG.slMin);
 let settled = 0;
 {
-  const rate = Math.max(50, schedule.replayQps[0] ?? 0);
-  say(`settling: at least ${SETTLE_MIN} queries at ${rate.toFixed(0)}/s, until the SLO monitor's miss fraction is under ${(settleMissBound * 100).toFixed(2)}% (now ${(warmMemory.missFraction * 100).toFixed(2)}%)...`);
+  const rate = replaySettleQps(schedule);
+  say(`settling: at least ${settle.min} queries at ${rate.toFixed(0)}/s, until the SLO monitor's miss fraction is under ${(settleMissBound * 100).toFixed(2)}% (now ${(warmMemory.missFraction * 100).toFixed(2)}%)...`);
   /** Sends n queries at the rate from now on, and waits for their answers. */
-  const settle = async (n: number): Promise<void> => {
+  const settleSome = async (n: number): Promise<void> => {
     const sends: Array<Promise<void>> = [];
     const started = Date.now();
     for (let i = 0; i < n; i++) {
@@ -494,10 +502,10 @@ let settled = 0;
     settled += n;
     await Promise.all(sends);
   };
-  await settle(SETTLE_MIN);
-  while (warmMemory.missFraction > settleMissBound && settled < SETTLE_MAX) await settle(Math.min(1000, SETTLE_MAX - settled));
+  await settleSome(settle.min);
+  for (let more = settleMore(settled, warmMemory.missFraction, settle); more > 0; more = settleMore(settled, warmMemory.missFraction, settle)) await settleSome(more);
   outcomes.length = 0;
-  say(`settled after ${settled} queries: the SLO monitor's miss fraction ${(warmMemory.missFraction * 100).toFixed(2)}%${warmMemory.missFraction > settleMissBound ? ` (still above ${(settleMissBound * 100).toFixed(2)}% after ${SETTLE_MAX}: the window starts with it)` : ""}; fleet at ${await fleetBack()} worker(s)`);
+  say(`settled after ${settled} queries: the SLO monitor's miss fraction ${(warmMemory.missFraction * 100).toFixed(2)}%${warmMemory.missFraction > settleMissBound ? ` (still above ${(settleMissBound * 100).toFixed(2)}% after ${settle.max}: the window starts with it)` : ""}; fleet at ${await fleetBack()} worker(s)`);
 }
 // What the stack's worker runs now (after the warm-ups): the simulator starts from it.
 // (Interfered and Overloaded instances serve too: they are loaded; the states at the start are reported.)
@@ -728,15 +736,17 @@ const report = {
   window: { start_minute: startMinute, minutes, gap_minutes_filled: schedule.gapMinutes, peak_qps: peakQps, speedup, duration_s: schedule.durationMs / 1000, started_at_ms: t0 },
   policy: replayPolicy,
   workers: values.emulated ? "emulated" : "native",
-  /** The live side's state when the window started (the prediction's: the calibrated variant loaded on the static workers, an empty SLO memory). */
-  window_start: windowStart,
-  settings: { ...configReport(config), stack_env: { ...env.all, ...env.vmAutoscaler }, stack: values.base ? "given (--base)" : "started by the replay" },
-  calibration: calibration ? { path: calibrationPath, date: calibration.date, backend: calibration.backend, host: calibration.host } : null,
+  /** The live side's state when the window started, and the prediction's (its own play of the prelude). */
+  window_start: { live: windowStart, predicted: predicted ? predictedStart(predicted.result.prelude) : null },
+  settings: { ...configReport(config), stack_env: { ...env.all, ...env.vmAutoscaler, ...(env.all.EMULATED_CALIBRATION ? { EMULATED_CALIBRATION: shown(env.all.EMULATED_CALIBRATION) } : {}) }, stack: values.base ? "given (--base)" : "started by the replay" },
+  calibration: calibration ? { path: shown(calibrationPath), date: calibration.date, backend: calibration.backend, host: calibration.host } : null,
   variants,
   live: { ...liveReport, machine_seconds: live.machine_dollars / pricePerS },
   /** From the calibration alone, made before the stack started (DIR/prediction.json). */
   prediction: predicted ? predictionOf(predicted.result.summary) : null,
   prediction_error: predicted ? predictionError(livePrediction, predictionOf(predicted.result.summary)) : null,
+  /** Each simulator run the prediction averages (its seed and figures): the spread of what the calibration leaves to chance. */
+  prediction_draws: predicted ? predicted.result.draws : null,
   /** --consistency: the simulator fed this run's measurements (agrees by construction where it reads them; not a prediction). */
   consistency: consistency ? { summary: consistency.summary, measured: { ...measured, slowdown_by_second: slowdownSeries.map((x) => Math.round(x * 100) / 100), observed_factor_by_second: observedFactorSeries.map((x) => Math.round(x * 100) / 100) } } : null,
   /** Launch by launch, both sides: when (s of the window), how long billed (real s), $ (trace time), why; each side's sum is its machine_dollars. */
@@ -760,6 +770,11 @@ for (const s of subs) s.unsubscribe();
 await nc.drain();
 decisionsLog.end();
 await stopStack();
+
+/** The state the prediction's prelude left (replay.json `window_start.predicted`, in the live side's terms). */
+function predictedStart(p: ReturnType<typeof predictReplay>["prelude"]): Record<string, unknown> {
+  return { settle_queries: p.settleQueries, slo_miss_fraction: p.sloMissFraction, workers: p.workers, instance_states: p.instanceStates, prelude_s: p.windowStartMs / 1000 };
+}
 
 function configReport(c: ReplayConfig): Record<string, unknown> {
   return { ...c };

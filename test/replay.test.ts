@@ -79,7 +79,8 @@ describe("replay", () => {
       consistency: { summary: Record<(typeof KEYS)[number], number> };
       series: Array<{ t_s: number; trace_minute: number; live?: Record<string, number | null>; sim: Record<string, number | null> }>;
       window: { duration_s: number; speedup: number; started_at_ms: number };
-      window_start: { settle_queries: number; slo_miss_fraction: number };
+      window_start: Record<"live" | "predicted", { settle_queries: number; slo_miss_fraction: number; workers: number; instance_states: Record<string, string> }>;
+      prediction_draws: Array<{ seed: number; cost_dollars: number }>;
       launches: Record<"live" | "predicted" | "consistency", Array<{ at_s: number; held_s: number; dollars: number; reason: string }>>;
     };
     expect(report.prediction).toEqual(first.prediction);
@@ -102,9 +103,17 @@ describe("replay", () => {
     // Launch by launch: the live side's launches add up to its machine_dollars.
     expect(report.launches.live.reduce((a, l) => a + l.dollars, 0)).toBeCloseTo((report.live as unknown as { machine_dollars: number }).machine_dollars, 9);
     expect(Array.isArray(report.launches.predicted)).toBe(true);
-    // The window's start: settled, and on a tick of the live vm-autoscaler.
-    expect(report.window_start.settle_queries).toBeGreaterThan(0);
-    expect(report.window_start.slo_miss_fraction).toBeGreaterThanOrEqual(0);
+    // The window's start: settled, live and in the prediction's own prelude (each with its variant loaded).
+    for (const side of ["live", "predicted"] as const) {
+      const w = report.window_start[side];
+      expect(w.settle_queries, side).toBeGreaterThan(0);
+      expect(w.slo_miss_fraction, side).toBeGreaterThanOrEqual(0);
+      expect(w.workers, side).toBeGreaterThanOrEqual(1);
+      expect(Object.keys(w.instance_states).length, side).toBeGreaterThan(0);
+    }
+    // The prediction: the mean of its draws (5 by default).
+    expect(report.prediction_draws.length).toBe(5);
+    expect(report.prediction.cost_dollars).toBeCloseTo(report.prediction_draws.reduce((a, d) => a + d.cost_dollars, 0) / 5, 9);
     expect(typeof report.window.started_at_ms).toBe("number");
     expect(report.window.speedup).toBe(12);
     expect(report.series.length).toBe(Math.ceil(report.window.duration_s));

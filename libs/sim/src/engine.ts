@@ -113,6 +113,12 @@ export interface StreamSpec {
   maxCostPerQuery?: number;
   /** Called on each new query before routing (set query.data, vary the SLO, ...). */
   init?: (query: Query, sim: Simulator) => void;
+  /**
+   * false: the stream's queries are served like any other's but enter none of the results (counts,
+   * latencies, SLO attainment, series, function invocations and their cost): a warm-up before the
+   * measured window. @default true
+   */
+  counted?: boolean;
 }
 
 export interface SimulatorOptions {
@@ -186,6 +192,8 @@ interface Stream {
   rng: Rng;
   /** Stats of the stream's app (queries may not change app). */
   stats: AppStats | null;
+  /** Its queries enter the results (`StreamSpec.counted`). */
+  counted: boolean;
   /** The stream's next arrival: its time (Infinity when none) and its sequence number among all events. */
   nextT: number;
   nextSeq: number;
@@ -280,7 +288,7 @@ export class Simulator {
 
   addStream(spec: StreamSpec): void {
     const index = this.streams.length;
-    this.streams.push({ index, spec, rng: createRng((this.seedBase * 1_000_003 + index * 7919 + 17) | 0), stats: null, nextT: Infinity, nextSeq: 0 });
+    this.streams.push({ index, spec, rng: createRng((this.seedBase * 1_000_003 + index * 7919 + 17) | 0), stats: null, counted: spec.counted !== false, nextT: Infinity, nextSeq: 0 });
   }
 
   setRouter(router: Router): void {
@@ -672,12 +680,14 @@ export class Simulator {
       q.data = undefined;
     }
     if (spec.init !== undefined) spec.init(q, this);
-    this.arrivals++;
     this.inFlight++;
-    this.syncBin();
-    this.pendArrivals++;
-    const stats = (s.stats ??= this.app(spec.app));
-    (q.app === spec.app ? stats : this.app(q.app)).arrivals++;
+    if (s.counted) {
+      this.arrivals++;
+      this.syncBin();
+      this.pendArrivals++;
+      const stats = (s.stats ??= this.app(spec.app));
+      (q.app === spec.app ? stats : this.app(q.app)).arrivals++;
+    }
     this.scheduleArrival(s);
     this.route(q, this.router(q, null, "arrival", this));
   }
@@ -731,6 +741,10 @@ export class Simulator {
     }
     const lat = this.nowMs - q.arrivalMs;
     this.inFlight--;
+    if (!this.isCounted(q)) {
+      this.freeQueries.push(q);
+      return;
+    }
     this.completed++;
     this.latencySum += lat;
     if (lat > this.latencyMax) this.latencyMax = lat;
@@ -754,19 +768,27 @@ export class Simulator {
     if (!q.failed) {
       q.failed = true;
       this.inFlight--;
-      this.dropped++;
-      this.droppedByReason[reason] = (this.droppedByReason[reason] ?? 0) + 1;
-      this.syncBin();
-      this.pendDropped++;
-      this.pendMissed++;
-      this.statsOf(q).dropped++;
+      if (this.isCounted(q)) {
+        this.dropped++;
+        this.droppedByReason[reason] = (this.droppedByReason[reason] ?? 0) + 1;
+        this.syncBin();
+        this.pendDropped++;
+        this.pendMissed++;
+        this.statsOf(q).dropped++;
+      }
     }
     if (q.outstanding === 0) this.freeQueries.push(q);
   }
 
+  /** Whether the query's stream counts in the results (`StreamSpec.counted`). */
+  private isCounted(q: Query): boolean {
+    return this.streams[q.stream]?.counted !== false;
+  }
+
   private invoke(q: Query, pool: FunctionPool): void {
     q.hops++;
-    pool.invocations++;
+    const counted = this.isCounted(q);
+    if (counted) pool.invocations++;
     this.count(pool.arrivals);
     const now = this.nowMs;
     const exec = typeof pool.latency === "number" ? pool.latency : pool.latency(q);
@@ -792,12 +814,12 @@ export class Simulator {
       pool.busyUntil.push(0);
       pool.lastUsedMs.push(-Infinity);
       duration += pool.coldStartMs;
-      pool.coldStarts++;
+      if (counted) pool.coldStarts++;
     }
     const end = start + duration;
     pool.busyUntil[pick] = end;
     pool.lastUsedMs[pick] = end;
-    pool.costDollars += lambdaCost(duration, pool.memoryGb, pool.pricing);
+    if (counted) pool.costDollars += lambdaCost(duration, pool.memoryGb, pool.pricing);
     this.schedule(end, Kind.FunctionDone, { query: q, pool } satisfies FnCall);
   }
 

@@ -287,6 +287,30 @@ export class BinCounter {
     return s;
   }
 
+  /**
+   * What was counted in [fromMs, toMs) for a span that need not fall on bins (a worker's report
+   * period): each bin the span cuts counts for the share of it inside the span, its counts taken as
+   * spread evenly over it — the bin that holds `nowMs` over its part up to now, the only part that
+   * has counts yet. On whole bins, {@link sum}.
+   */
+  sumOver(fromMs: number, toMs: number, nowMs = Infinity): number {
+    if (!(toMs > fromMs)) return 0;
+    const b = this.binMs;
+    const first = Math.max(0, Math.floor(fromMs / b));
+    const last = Math.min(this.counts.length - 1, Math.ceil(toMs / b) - 1);
+    let s = 0;
+    for (let i = first; i <= last; i++) {
+      const n = this.counts[i] ?? 0;
+      if (n === 0) continue;
+      const lo = i * b;
+      const hi = Math.min((i + 1) * b, Math.max(lo, nowMs));
+      if (hi <= lo) continue;
+      const inside = Math.min(hi, toMs) - Math.max(lo, fromMs);
+      if (inside > 0) s += (n * inside) / (hi - lo);
+    }
+    return s;
+  }
+
   /** Mean rate per second over the last `windowMs` of complete bins before `nowMs`. */
   rate(nowMs: number, windowMs: number): number {
     const end = Math.floor(nowMs / this.binMs + 1e-9) * this.binMs;

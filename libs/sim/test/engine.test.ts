@@ -180,6 +180,31 @@ describe("engine", () => {
     expect(r.functionCostDollars).toBeCloseTo(3 * 2e-7 + 3 * 3.14 * 0.0000166667, 10);
   });
 
+  it("engine - an uncounted stream is served (it queues ahead, warms functions) but enters no result", () => {
+    // Warm-up queries at 0 and 10 (uncounted), then the measured ones at 20 and 30, on one 50 ms replica.
+    const sim = new Simulator({ seed: 1, durationMs: 10_000 });
+    const q = sim.addQueue({ name: "v", maxBatch: 1, waitMs: 0, shedLate: false });
+    sim.addReplica(q, sim.launchMachine({ type: "t", kind: "cpu", pricePerS: 0 }), { latencyMs: { 1: 50 } });
+    sim.addStream({ app: "a", sloMs: 1000, process: at(0, 10), counted: false });
+    sim.addStream({ app: "a", sloMs: 1000, process: at(20, 30) });
+    sim.setRouter((_q, _f, cause) => (cause === "arrival" ? q : null));
+    const r = sim.run();
+    expect([r.arrivals, r.completed, r.dropped, r.sloMet]).toEqual([2, 2, 0, 2]);
+    // (the two before them ran first: 20 ends at 150, 30 at 200)
+    expect([r.latencyMs.p50, r.latencyMs.max]).toEqual([130, 170]);
+    expect(r.byApp.a?.arrivals).toBe(2);
+    expect(r.series.arrivals.reduce((a, b) => a + b, 0)).toBe(2);
+    // A function pool: the uncounted invocation starts the container, and is neither counted nor billed.
+    const f = new Simulator({ seed: 1, durationMs: 10_000 });
+    const pool = f.addFunctionPool({ name: "lambda", latencyMs: 380, coldStartMs: 1000, memoryGb: 3 });
+    f.addStream({ app: "a", sloMs: 5000, process: at(0), counted: false });
+    f.addStream({ app: "a", sloMs: 5000, process: at(2000) });
+    f.setRouter((_q, _f, cause) => (cause === "arrival" ? pool : null));
+    const fr = f.run();
+    expect([fr.functionInvocations, fr.coldStarts, fr.latencyMs.max]).toEqual([1, 0, 380]);
+    expect(fr.functionCostDollars).toBeCloseTo(2e-7 + 3 * 0.38 * 0.0000166667, 10);
+  });
+
   it("engine - a killed machine's running batch goes back to the queue", () => {
     const sim = new Simulator({ seed: 1, durationMs: 10_000 });
     const q = sim.addQueue({ name: "v" });

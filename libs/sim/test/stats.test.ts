@@ -86,4 +86,20 @@ describe("stats", () => {
     expect(c.sum(0, 2000)).toBe(4);
     expect(c.rate(2000, 2000)).toBe(2);
   });
+
+  it("stats - BinCounter.sumOver: a span off the bins takes each cut bin's share; the current bin counts up to now", () => {
+    const c = new BinCounter();
+    c.add(100, 10);
+    c.add(1500, 20);
+    c.add(2100, 6);
+    // whole bins: as sum
+    expect(c.sumOver(0, 2000)).toBe(c.sum(0, 2000));
+    // [500, 1500): half of bin 0, half of bin 1
+    expect(c.sumOver(500, 1500)).toBeCloseTo(5 + 10, 12);
+    // a report period [1228, 2218) at now = 2400: bin 1's 77.2%, and bin 2's part up to now (218 of 400 ms)
+    expect(c.sumOver(1228, 2218, 2400)).toBeCloseTo(20 * 0.772 + 6 * (218 / 400), 9);
+    // up to now: all of the current bin so far
+    expect(c.sumOver(1000, 2400, 2400)).toBeCloseTo(26, 12);
+    expect(c.sumOver(2000, 2000)).toBe(0);
+  });
 });

@@ -40,7 +40,7 @@
  * selection picks for the app's SLO and accuracy (what the live warm-up loads).
  */
 import {
-  DEFAULT_MACHINE_PLAN_CONFIG, DEFAULT_PREDICTOR, LIVE_READING_TICKS, SelectionIndex, builtinPredictor, createRng, ec2Cost, lambdaCost, maxRatePerUnit, pricePerSecond, quantile, selectForApp, workerCapacityForApp,
+  DEFAULT_MACHINE_PLAN_CONFIG, DEFAULT_PREDICTOR, initialSloMonitorState, observeRequests, LIVE_READING_TICKS, SelectionIndex, builtinPredictor, createRng, ec2Cost, lambdaCost, maxRatePerUnit, pricePerSecond, quantile, selectForApp, workerCapacityForApp,
   type AppForecast, type ForecastPlanState, type VariantProfile,
 } from "@sloserve/policy";
 import { DEFAULT_SCALING_POLICY, scalingRulesOf, type ScalingPolicy } from "@sloserve/policy";
@@ -366,6 +366,12 @@ export interface ReplaySimInput {
    * memory fits. @default unlimited
    */
   workerMemoryBytes?: number;
+  /**
+   * The live replay's prelude, played before the window ({@link simulatePrelude}): its queries are
+   * served and counted in no figure; the window's arrivals start at its `windowStartMs`, and every
+   * figure, series and time of the result is the window's. @default none (the window from t = 0)
+   */
+  prelude?: Pick<ReplayPrelude, "arrivalsMs" | "windowStartMs">;
   /** Function invocation: cold start (process start, runtime, model load) and warm execution, ms. */
   functionColdStartMs: number;
   functionWarmMs: number;
@@ -447,13 +453,94 @@ export interface ReplaySimResult {
 /** The simulator's side of a replay. */
 export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
   const c = input.config;
+  const windowMs = input.prelude?.windowStartMs ?? 0;
   const seconds = Math.ceil(input.durationMs / 1000);
-  const sim = new Simulator({ seed: input.seed, durationMs: input.durationMs, drainMs: 60_000 });
+  const b = buildReplaySim(input, windowMs + input.durationMs);
+  const { sim } = b;
+  if (input.prelude && input.prelude.arrivalsMs.length > 0) b.addQueries(input.prelude.arrivalsMs, false);
+  b.addQueries(windowMs > 0 ? input.arrivalsMs.map((t) => t + windowMs) : input.arrivalsMs, true);
+  const res = sim.run();
+
+  // The window's figures: [windowMs, windowMs + durationMs) of the run, times from the window's start.
+  const fromS = Math.round(windowMs / 1000);
+  const launched = sim.machines.filter((m) => !b.initial.has(m));
+  const billed = launched.map((m) => ({ kind: m.kind, pricePerHour: m.pricePerS * 3600, launchedAtMs: m.billedFromMs, endedAtMs: m.billedToMs }));
+  const machineDollars = traceDollars(billed, c.speedup, windowMs, windowMs + input.durationMs);
+  const launchDecisions = b.system.log.filter((e) => e.source === "vm-autoscaler" && e.action.startsWith("add ")).map((e) => ({ atMs: e.tMs, kind: e.action.slice(4), reason: e.reason }));
+  const functionDollars = res.functionCostDollars;
+  const failedByCode: Record<string, number> = {};
+  for (const [reason, n] of Object.entries(res.droppedByReason)) failedByCode[reason] = n;
+  const pad = (a: readonly number[]): number[] => Array.from({ length: seconds }, (_, i) => a[fromS + i] ?? 0);
+  const workers = pad(b.workers);
+  const summary: ReplaySummary = {
+    queries: res.arrivals,
+    answered: res.completed,
+    failed: res.dropped,
+    slo_attainment: res.sloAttainment,
+    p99_ms: res.latencyMs.p99,
+    cost_dollars: machineDollars + functionDollars,
+    machine_dollars: machineDollars,
+    function_dollars: functionDollars,
+    static_dollars: staticDollars(c, input.durationMs),
+    overflow_share: res.arrivals > 0 ? res.functionInvocations / res.arrivals : 0,
+    workers_max: Math.max(c.staticWorkers, ...workers),
+    // (as the live side counts them: launched in the window; those of the prelude still up are billed in it)
+    launches: launched.filter((m) => m.billedFromMs >= windowMs).length,
+    failed_by_code: failedByCode,
+  };
+  const contention = b.contention
+    ? {
+        demand: b.contention.demand.slice(fromS, fromS + seconds),
+        booting: b.contention.booting.slice(fromS, fromS + seconds),
+        workers: b.contention.workers.slice(fromS, fromS + seconds),
+        slowdown: b.contention.slowdown.slice(fromS, fromS + seconds),
+        observedFactor: b.contention.observedFactor.slice(fromS, fromS + seconds),
+      }
+    : undefined;
+  return {
+    summary,
+    series: {
+      load: pad(res.series.arrivals),
+      forecast: Array.from({ length: seconds }, (_, i) => b.forecast[fromS + i] ?? NaN),
+      workers,
+      overflow: pad(b.overflowPerSecond),
+      misses: pad(res.series.missed),
+    },
+    log: b.system.log.map((e) => ({ ...e, tMs: e.tMs - windowMs })),
+    launches: replayLaunches(billed, launchDecisions, c.speedup, windowMs, windowMs + input.durationMs),
+    ...(contention ? { contention } : {}),
+  };
+}
+
+/** A replay's simulator, built and not yet run ({@link buildReplaySim}). */
+interface ReplaySimBuild {
+  sim: Simulator;
+  system: ReturnType<typeof installInfaas>;
+  /** The machines it starts with (the stack's own). */
+  initial: ReadonlySet<Machine>;
+  /** Per second from the run's start: workers heartbeating (from the second second), the forecast, queries sent to functions. */
+  workers: number[];
+  forecast: number[];
+  overflowPerSecond: number[];
+  contention: { demand: number[]; booting: number[]; workers: number[]; slowdown: number[]; observedFactor: number[] } | undefined;
+  /** Adds a stream of the app's queries at these times (`counted` false: served, not in the results). */
+  addQueries(arrivalsMs: readonly number[], counted: boolean): void;
+}
+
+/**
+ * The replay's simulator over `totalMs` (the prelude, if any, then the window): the machines, the
+ * function pool, the forecaster and the INFaaS system with the config's settings, the machines'
+ * slowdown every second (given, or the contention model's). The caller adds the queries and runs it.
+ */
+function buildReplaySim(input: ReplaySimInput, totalMs: number): ReplaySimBuild {
+  const c = input.config;
+  const seconds = Math.ceil(totalMs / 1000);
+  const sim = new Simulator({ seed: input.seed, durationMs: totalMs, drainMs: 60_000 });
   const pricePerS = pricePerSecond(c.instanceType);
   // (both resources a variant's profile names: a machine without one of them fits none of its instances)
   const worker: MachineOptions = { type: c.instanceType, kind: "cpu", pricePerS, bootMs: input.bootMs, resources: { threads: c.workerThreads, memoryBytes: input.workerMemoryBytes ?? Infinity }, billingMinimumS: c.billingMinimumMs / 1000 };
   // (drawn first, before the run draws anything: the seed gives the same phase whatever happens later)
-  const reportTimesMs = input.reportTimesMs ?? (input.reportPeriod ? reportTimes(input.reportPeriod.periodMs, input.reportPeriod.jitterMs, input.durationMs + 60_000, sim.rng) : undefined);
+  const reportTimesMs = input.reportTimesMs ?? (input.reportPeriod ? reportTimes(input.reportPeriod.periodMs, input.reportPeriod.jitterMs, totalMs + 60_000, sim.rng) : undefined);
   const bootSamples = input.bootMsSamples && input.bootMsSamples.length > 0 ? input.bootMsSamples : undefined;
   const warmSamples = input.functionWarmMsSamples && input.functionWarmMsSamples.length > 0 ? input.functionWarmMsSamples : undefined;
   const variants = input.variants.filter((v) => v.app === c.app && v.hardware === "cpu" && v.profiled);
@@ -520,8 +607,10 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
   const workers: number[] = [];
   const forecast: number[] = [];
   const initial = new Set<Machine>(sim.machines);
+  // (a series given is the window's, second by second: the prelude reads its first second)
+  const windowMs = input.prelude?.windowStartMs ?? 0;
   const secondOf = (given: number | readonly number[], nowMs: number): number => {
-    const s = typeof given === "number" ? given : (given[Math.min(given.length - 1, Math.floor(nowMs / 1000))] ?? 1);
+    const s = typeof given === "number" ? given : (given[Math.min(given.length - 1, Math.max(0, Math.floor((nowMs - windowMs) / 1000)))] ?? 1);
     return s > 0 ? s : 1;
   };
   // Every machine runs at the second's slowdown (those launched within a second are still booting).
@@ -538,7 +627,7 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
             x.slowdown = s;
             x.observedFactor = f;
           }
-          if (nowMs < input.durationMs) {
+          if (nowMs < totalMs) {
             contention.demand.push(m.demand);
             contention.booting.push(m.booting);
             contention.workers.push(m.workers);
@@ -565,44 +654,23 @@ export function runReplaySim(input: ReplaySimInput): ReplaySimResult {
     },
     1000,
   );
-  sim.addStream({
-    app: c.app,
-    sloMs: c.sloMs,
-    minAccuracy: c.minAccuracy,
-    process: new ReplayArrivals(input.arrivalsMs),
-    init: (q) => void (perSecond[Math.floor(q.arrivalMs / 1000)]! += 1),
-  });
-  const res = sim.run();
-
-  const launched = sim.machines.filter((m) => !initial.has(m));
-  const billed = launched.map((m) => ({ kind: m.kind, pricePerHour: m.pricePerS * 3600, launchedAtMs: m.billedFromMs, endedAtMs: m.billedToMs }));
-  const machineDollars = traceDollars(billed, c.speedup, 0, input.durationMs);
-  const launchDecisions = system.log.filter((e) => e.source === "vm-autoscaler" && e.action.startsWith("add ")).map((e) => ({ atMs: e.tMs, kind: e.action.slice(4), reason: e.reason }));
-  const functionDollars = res.functionCostDollars;
-  const failedByCode: Record<string, number> = {};
-  for (const [reason, n] of Object.entries(res.droppedByReason)) failedByCode[reason] = n;
-  const summary: ReplaySummary = {
-    queries: res.arrivals,
-    answered: res.completed,
-    failed: res.dropped,
-    slo_attainment: res.sloAttainment,
-    p99_ms: res.latencyMs.p99,
-    cost_dollars: machineDollars + functionDollars,
-    machine_dollars: machineDollars,
-    function_dollars: functionDollars,
-    static_dollars: staticDollars(c, input.durationMs),
-    overflow_share: res.arrivals > 0 ? res.functionInvocations / res.arrivals : 0,
-    workers_max: Math.max(c.staticWorkers, ...workers),
-    launches: launched.length,
-    failed_by_code: failedByCode,
-  };
-  const pad = (a: readonly number[]): number[] => Array.from({ length: seconds }, (_, i) => a[i] ?? 0);
   return {
-    summary,
-    series: { load: pad(res.series.arrivals), forecast: Array.from({ length: seconds }, (_, i) => forecast[i] ?? NaN), workers: pad(workers), overflow: pad(overflowPerSecond), misses: pad(res.series.missed) },
-    log: system.log.map((e) => ({ ...e })),
-    launches: replayLaunches(billed, launchDecisions, c.speedup, 0, input.durationMs),
-    ...(contention ? { contention } : {}),
+    sim,
+    system,
+    initial,
+    workers,
+    forecast,
+    overflowPerSecond,
+    contention,
+    addQueries: (arrivalsMs, counted) =>
+      sim.addStream({
+        app: c.app,
+        sloMs: c.sloMs,
+        minAccuracy: c.minAccuracy,
+        process: new ReplayArrivals(arrivalsMs),
+        init: (q) => void (perSecond[Math.floor(q.arrivalMs / 1000)]! += 1),
+        counted,
+      }),
   };
 }
 
@@ -643,6 +711,183 @@ function contentionSecond(sim: Simulator, points: readonly ContentionPoint[], bo
   };
 }
 
+// ---------------------------------------------------------------------------------------- prelude
+
+/**
+ * What the live replay does before its window (scripts/replay.ts reads these; {@link simulatePrelude}
+ * does the same in the simulator), so that the window starts from the state the procedure leaves —
+ * the variant the warm-up loaded or the settling upgraded to, the forecaster's history, the function
+ * pool, the machines still up — on both sides:
+ * 1. **warm-up**: one query at a time, `warmupGapMs` apart once answered, until `warmupStreak` in a
+ *    row are answered (the first one loads the variant selection picks);
+ * 2. **function burst**: {@link preludeBurstSize} queries at once (the excess goes to functions and
+ *    starts the pool's containers), until all are answered;
+ * 3. **settling**: at {@link replaySettleQps}, `settleMin` queries, then `settleStep` more while the
+ *    SLO monitor's memory of every query so far (libs/policy `observeRequest`) misses more than
+ *    `settleMissShare` × its threshold (1 − SLmin), `settleMax` at most; never more than the
+ *    window's own queries; each step waits for its answers;
+ * 4. **the fleet back**: checks every second, the window starts once only the stack's own workers
+ *    have reported for `fleetQuietS` checks in a row, or after `fleetWaitS` checks.
+ */
+export const REPLAY_PRELUDE = {
+  warmupStreak: 20,
+  warmupGapMs: 50,
+  burstSlos: 3,
+  settleMinQps: 50,
+  settleMin: 3000,
+  settleStep: 1000,
+  settleMax: 12_000,
+  settleMissShare: 0.1,
+  fleetQuietS: 5,
+  fleetWaitS: 90,
+} as const;
+
+/** The function burst: 3 SLOs' worth of the fastest variant's profiled peak, sent at once. */
+export function preludeBurstSize(variants: ReadonlyArray<{ peakQps: number }>, sloMs: number): number {
+  return Math.ceil(REPLAY_PRELUDE.burstSlos * Math.max(0, ...variants.map((v) => v.peakQps)) * (sloMs / 1000));
+}
+
+/** The settling rate: the window's first minute's, at least 50 queries/s. */
+export function replaySettleQps(s: Pick<ReplaySchedule, "replayQps">): number {
+  return Math.max(REPLAY_PRELUDE.settleMinQps, s.replayQps[0] ?? 0);
+}
+
+/** How many queries settling sends first and at most, for a window of `windowQueries`. */
+export function settleBounds(windowQueries: number): { min: number; max: number } {
+  const min = Math.min(REPLAY_PRELUDE.settleMin, windowQueries);
+  return { min, max: Math.min(REPLAY_PRELUDE.settleMax, Math.max(min, windowQueries)) };
+}
+
+/** Queries to settle next after `settled` with the SLO monitor's miss fraction `missFraction` (0: the window may start). */
+export function settleMore(settled: number, missFraction: number, bounds: { max: number }): number {
+  const bound = REPLAY_PRELUDE.settleMissShare * (1 - DEFAULT_MACHINE_PLAN_CONFIG.slMin);
+  return missFraction > bound && settled < bounds.max ? Math.min(REPLAY_PRELUDE.settleStep, bounds.max - settled) : 0;
+}
+
+/** The prelude as the simulator played it ({@link simulatePrelude}). */
+export interface ReplayPrelude {
+  /** Its queries, ms from the run's start (the stack's first query at 0). */
+  arrivalsMs: number[];
+  /** When the window starts (a whole second; every figure of the run is the window's). */
+  windowStartMs: number;
+  warmupQueries: number;
+  burstQueries: number;
+  settleQueries: number;
+  /** The SLO monitor's memory of the prelude's queries when the window starts. */
+  sloMissFraction: number;
+  /** Machines up (reporting) when the window starts. */
+  workers: number;
+  /** What each machine runs then, `variant@machine` → its state (as replay.json's `window_start`). */
+  instanceStates: Record<string, string>;
+}
+
+/** One run of the prelude so far: when its queries were all answered, its outcomes per second, and (watched from `fleetFromMs`) when the fleet was back. */
+interface PreludePass {
+  answeredMs: number;
+  completed: number[];
+  missed: number[];
+  fleetBackMs: number;
+  workers: number;
+  instanceStates: Record<string, string>;
+}
+
+function preludePass(input: ReplaySimInput, arrivalsMs: readonly number[], fleetFromMs?: number): PreludePass {
+  const last = arrivalsMs.at(-1) ?? 0;
+  const horizonMs = (fleetFromMs ?? last) + (REPLAY_PRELUDE.fleetWaitS + 2) * 1000;
+  const b = buildReplaySim({ ...input, prelude: undefined }, horizonMs);
+  b.addQueries(arrivalsMs, true);
+  const statics = input.config.staticWorkers;
+  let answeredMs = Infinity;
+  let fleetBackMs = Infinity;
+  let quiet = 0;
+  let checks = 0;
+  let workers = 0;
+  let instanceStates: Record<string, string> = {};
+  const up = (): Machine[] => b.sim.machines.filter((m) => m.state === "running" || (m.state === "draining" && m.readyMs <= b.sim.nowMs));
+  b.sim.every(
+    10,
+    (nowMs) => {
+      if (answeredMs === Infinity && nowMs >= last && b.sim.queriesInFlight === 0) answeredMs = nowMs;
+      // (live: a check a second after the last answer, then every second)
+      if (fleetFromMs === undefined || fleetBackMs < Infinity || nowMs < fleetFromMs + 1000 * (checks + 1)) return;
+      checks++;
+      const machines = up();
+      quiet = machines.length <= statics ? quiet + 1 : 0;
+      if (quiet >= REPLAY_PRELUDE.fleetQuietS || checks >= REPLAY_PRELUDE.fleetWaitS) {
+        fleetBackMs = Math.ceil(nowMs / 1000) * 1000;
+        workers = machines.length;
+        instanceStates = Object.fromEntries(machines.flatMap((m) => [...m.replicas].filter((r) => r.state !== "draining").map((r) => [`${r.queue.name}@${m.name}`, r.state])));
+      }
+    },
+    0,
+  );
+  const res = b.sim.run();
+  return { answeredMs: Math.min(answeredMs, res.endMs), completed: res.series.completed.map((n, i) => n + (res.series.dropped[i] ?? 0)), missed: res.series.missed, fleetBackMs: Math.min(fleetBackMs, horizonMs), workers, instanceStates };
+}
+
+/**
+ * The live replay's prelude in the simulator ({@link REPLAY_PRELUDE}, steps 1-4), from the input a
+ * prediction runs on (nothing loaded at the start, the function pool cold): each step's queries are
+ * sent when the step before was answered, so it is played step by step, each time from the start
+ * (the runs agree up to where the shorter one ends: the seed and the same queries give the same
+ * events). Warm-up queries after the first go out `warmupGapMs` + the picked variant's batch-1
+ * latency apart (live waits for each answer), and every one counts as answered (live repeats until 20
+ * in a row are). The SLO monitor's memory reads the outcomes second by second (libs/policy
+ * `observeRequests`: the order within a second is not kept). `settleQps`: {@link replaySettleQps};
+ * `windowQueries`: the window's queries (settling sends no more).
+ */
+export function simulatePrelude(input: ReplaySimInput, settleQps: number, windowQueries: number): ReplayPrelude {
+  const c = input.config;
+  const variants = input.variants.filter((v) => v.app === c.app && v.hardware === "cpu" && v.profiled);
+  const pick = replayPreloadVariant(variants, c);
+  // 1. warm-up
+  const first = preludePass(input, [0]);
+  const gapMs = REPLAY_PRELUDE.warmupGapMs + profiledLatencyOf(pick);
+  const arrivals = [0, ...Array.from({ length: REPLAY_PRELUDE.warmupStreak - 1 }, (_, i) => first.answeredMs + REPLAY_PRELUDE.warmupGapMs + i * gapMs)];
+  const warmed = preludePass(input, arrivals);
+  // 2. the function burst
+  const burst = preludeBurstSize(variants, c.sloMs);
+  for (let i = 0; i < burst; i++) arrivals.push(warmed.answeredMs);
+  let pass = preludePass(input, arrivals);
+  // 3. settling
+  const bounds = settleBounds(windowQueries);
+  let settled = 0;
+  let next = bounds.min;
+  for (;;) {
+    const from = pass.answeredMs;
+    for (let i = 0; i < next; i++) arrivals.push(from + (i * 1000) / settleQps);
+    settled += next;
+    pass = preludePass(input, arrivals);
+    next = settleMore(settled, missFractionOf(pass), bounds);
+    if (next === 0) break;
+  }
+  // 4. the fleet back
+  const back = preludePass(input, arrivals, pass.answeredMs);
+  return {
+    arrivalsMs: arrivals,
+    windowStartMs: back.fleetBackMs,
+    warmupQueries: REPLAY_PRELUDE.warmupStreak,
+    burstQueries: burst,
+    settleQueries: settled,
+    sloMissFraction: missFractionOf(pass),
+    workers: back.workers,
+    instanceStates: back.instanceStates,
+  };
+}
+
+/** The SLO monitor's memory of a pass's outcomes, read second by second. */
+function missFractionOf(p: PreludePass): number {
+  let s = initialSloMonitorState;
+  for (let i = 0; i < p.completed.length; i++) s = observeRequests(s, p.completed[i] ?? 0, p.missed[i] ?? 0);
+  return s.missFraction;
+}
+
+/** A variant's profiled batch-1 latency (its smallest batch's), ms. */
+function profiledLatencyOf(v: VariantProfile): number {
+  const sizes = Object.keys(v.latencyMs).map(Number).sort((a, b) => a - b);
+  return v.latencyMs[sizes[0] ?? 1] ?? 0;
+}
+
 // ---------------------------------------------------------------------------------------- prediction
 
 /** What a prediction reads: a calibration, the settings and the arrivals; nothing measured of the run it predicts. */
@@ -652,6 +897,60 @@ export interface ReplayPredictionInput {
   arrivalsMs: readonly number[];
   durationMs: number;
   seed: number;
+  /**
+   * The rate the live replay settles at before the window ({@link replaySettleQps} of its schedule).
+   * @default the window's first trace minute's arrivals (its first 60 000 / K ms), at least 50/s
+   */
+  settleQps?: number;
+  /**
+   * Runs of the simulator, each with its own draw of what the calibration knows only as a
+   * distribution — the workers' report phases, each launch's boot time, each function's duration —
+   * on the same arrivals: the prediction is their mean ({@link ensembleSummary}), the first run's
+   * seed is `seed`. @default 1
+   */
+  draws?: number;
+}
+
+/** One run of an ensemble prediction ({@link predictReplay} with `draws` > 1). */
+export interface ReplayDraw {
+  seed: number;
+  cost_dollars: number;
+  machine_dollars: number;
+  launches: number;
+  slo_attainment: number;
+  p99_ms: number;
+}
+
+/** The k-th draw's seed (the first is the prediction's own). */
+export function drawSeed(seed: number, k: number): number {
+  return k === 0 ? seed : seed + 7919 * k;
+}
+
+/**
+ * The prediction of an ensemble of runs: the mean of every count, dollar figure and share (launches
+ * may then be fractional: an expectation), the median of the p99s and of the most workers.
+ */
+export function ensembleSummary(runs: readonly ReplaySummary[]): ReplaySummary {
+  const first = runs[0];
+  if (!first) throw new Error("an ensemble of no runs");
+  const mean = (f: (s: ReplaySummary) => number): number => runs.reduce((a, s) => a + f(s), 0) / runs.length;
+  const median = (f: (s: ReplaySummary) => number): number => quantile(runs.map(f).sort((a, b) => a - b), 0.5);
+  const codes = new Set(runs.flatMap((s) => Object.keys(s.failed_by_code)));
+  return {
+    queries: first.queries,
+    answered: mean((s) => s.answered),
+    failed: mean((s) => s.failed),
+    slo_attainment: mean((s) => s.slo_attainment),
+    p99_ms: median((s) => s.p99_ms),
+    cost_dollars: mean((s) => s.cost_dollars),
+    machine_dollars: mean((s) => s.machine_dollars),
+    function_dollars: mean((s) => s.function_dollars),
+    static_dollars: first.static_dollars,
+    overflow_share: mean((s) => s.overflow_share),
+    workers_max: median((s) => s.workers_max),
+    launches: mean((s) => s.launches),
+    failed_by_code: Object.fromEntries([...codes].sort().map((c) => [c, mean((s) => s.failed_by_code[c] ?? 0)])),
+  };
 }
 
 /** A profile as a calibration stores it (libs/contracts `calibratedVariantSchema`); {@link calibratedProfile} reads it back. */
@@ -714,16 +1013,20 @@ const DEFAULT_FUNCTION_WARM_MS = 20;
  * what enters how). Throws when the calibration has no profiled CPU variant of the replay's app.
  */
 export function replayPredictionInput(p: ReplayPredictionInput): ReplaySimInput {
+  return predictionSetup(p).input;
+}
+
+/** The prediction's input and the prelude it plays (what {@link replayPredictionInput} and {@link predictReplay} share). */
+function predictionSetup(p: ReplayPredictionInput): { input: ReplaySimInput; prelude: ReplayPrelude } {
   const { calibration: cal, config: c } = p;
   const variants = cal.variants.map(calibratedProfile).filter((v) => v.app === c.app && v.hardware === "cpu" && v.profiled);
   if (variants.length === 0) throw new Error(`the calibration (app ${cal.app}, ${cal.date}) has no profiled CPU variant of app ${c.app}`);
   const pick = replayPreloadVariant(variants, c);
-  return {
+  const input: ReplaySimInput = {
     config: c,
     arrivalsMs: p.arrivalsMs,
     durationMs: p.durationMs,
     variants,
-    preload: Array.from({ length: c.staticWorkers }, (_, worker) => ({ variant: pick.name, count: 1, worker })),
     // (each launch draws from the samples; the median stands for them where one figure is read)
     bootMs: medianOf(cal.bootMs) ?? c.planBootMs,
     bootMsSamples: cal.bootMs,
@@ -732,11 +1035,14 @@ export function replayPredictionInput(p: ReplayPredictionInput): ReplaySimInput 
     // (the mean where the samples are not drawn: money sums durations, see scripts/replay.ts)
     functionWarmMs: meanOf(cal.functions.warmMs) ?? pick.latencyMs[1] ?? DEFAULT_FUNCTION_WARM_MS,
     functionWarmMsSamples: cal.functions.warmMs,
-    functionsWarm: c.functionPoolSize,
     contention: cal.contention,
     reportPeriod: { periodMs: cal.reports.periodMs, jitterMs: cal.reports.jitterMs },
     seed: p.seed,
   };
+  const firstBinMs = 60_000 / c.speedup;
+  const settleQps = p.settleQps ?? Math.max(REPLAY_PRELUDE.settleMinQps, (p.arrivalsMs.filter((t) => t < firstBinMs).length * 1000) / firstBinMs);
+  const prelude = simulatePrelude(input, settleQps, p.arrivalsMs.length);
+  return { input: { ...input, prelude: { arrivalsMs: prelude.arrivalsMs, windowStartMs: prelude.windowStartMs } }, prelude };
 }
 
 /**
@@ -762,15 +1068,35 @@ export function replayPredictionInput(p: ReplayPredictionInput): ReplaySimInput 
  *   calibration.ts `reportTimes`); the VM autoscaler's first tick (at `vmTickMs`) reads the simulator's
  *   own reports.
  * - **workerMemoryBytes**: what every worker offers its variants (0: unlimited).
- * - **preload**: one instance of the variant selection picks for the SLO and accuracy on each static
- *   worker ({@link replayPreloadVariant}), and the function pool warm (the live warm-up's burst starts
- *   its containers).
+ * - **the prelude**: the run starts as the live stack does, nothing loaded and the function pool cold,
+ *   and plays the live replay's warm-up, function burst, settling and wait for the fleet
+ *   ({@link simulatePrelude}) before the window: the variant loaded (the one selection picks for the
+ *   SLO and accuracy, {@link replayPreloadVariant}, or what settling upgraded it to), the forecaster's
+ *   history, the containers warm and the machines still up are the simulator's own. `prelude` (in
+ *   the result) says what it played and the state the window starts from.
+ *
+ * - **draws**: with `draws` > 1, as many runs, each drawing the report phases, boot times and
+ *   function durations anew from its seed ({@link drawSeed}); the prediction is their mean
+ *   ({@link ensembleSummary}) and `draws` lists each run's figures, the spread the calibration leaves.
  *
  * Not used: `emulation` (the batch-time spread: a second's batches all take profile × slowdown) and
  * `host` (recorded for the reader). Deterministic for a seed.
  */
-export function predictReplay(p: ReplayPredictionInput): ReplaySimResult {
-  return runReplaySim(replayPredictionInput(p));
+export function predictReplay(p: ReplayPredictionInput): ReplaySimResult & { prelude: ReplayPrelude; draws: ReplayDraw[] } {
+  const n = Math.max(1, Math.floor(p.draws ?? 1));
+  let head: (ReplaySimResult & { prelude: ReplayPrelude }) | undefined;
+  const summaries: ReplaySummary[] = [];
+  const draws: ReplayDraw[] = [];
+  for (let k = 0; k < n; k++) {
+    const seed = drawSeed(p.seed, k);
+    const { input, prelude } = predictionSetup({ ...p, seed });
+    const r = runReplaySim(input);
+    head ??= { ...r, prelude };
+    summaries.push(r.summary);
+    draws.push({ seed, cost_dollars: r.summary.cost_dollars, machine_dollars: r.summary.machine_dollars, launches: r.summary.launches, slo_attainment: r.summary.slo_attainment, p99_ms: r.summary.p99_ms });
+  }
+  // (the series, launches and log are the first run's; the figures are the ensemble's)
+  return { ...head!, summary: n > 1 ? ensembleSummary(summaries) : head!.summary, draws };
 }
 
 /** The stack's own workers over the window, in trace time (the same on both sides). */

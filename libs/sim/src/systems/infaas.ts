@@ -414,7 +414,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       }
     }
     const share = allReady > 0 ? mineReady / allReady : allLoading > 0 ? mineLoading / allLoading : 0;
-    return share === 0 ? 0 : q.arrivals.sum(fromMs, toMs) * share;
+    // (a report's period need not fall on the counter's seconds: the calibrated report times do not)
+    return share === 0 ? 0 : q.arrivals.sumOver(fromMs, toMs, sim.nowMs) * share;
   };
   const reportInput = {
     stateOf: (variant: string, m: Machine): VariantState => {
