@@ -11,6 +11,7 @@ import {
   REPLAY_DEFAULTS,
   calibratedProfile,
   REPLAY_PRELUDE,
+  fleetCheck,
   predictReplay,
   preludeBurstSize,
   replayPreloadVariant,
@@ -29,6 +30,7 @@ import {
   runReplaySim,
   staticDollars,
   traceDollars,
+  type FleetWait,
   type ReplayConfig,
   type ReplaySideSeries,
   type ReplaySimResult,
@@ -470,10 +472,9 @@ outcomes.length = 0;
 /** Waits (90 s at most) until only the stack's own workers have reported for 5 s: the warm-ups may have launched some. */
 async function fleetBack(): Promise<number> {
   const up = (): number => [...workerSeen.values()].filter((w) => Date.now() - w.last <= 1500).length;
-  let quiet = 0;
-  for (let checks = 0; quiet < REPLAY_PRELUDE.fleetQuietS && checks < REPLAY_PRELUDE.fleetWaitS; checks++) {
+  for (let wait: FleetWait = { checks: 0, quiet: 0 }, back = false; !back; ) {
     await new Promise((r) => setTimeout(r, 1000));
-    quiet = up() <= config.staticWorkers ? quiet + 1 : 0;
+    ({ back, ...wait } = fleetCheck(wait, up(), config.staticWorkers));
   }
   return up();
 }

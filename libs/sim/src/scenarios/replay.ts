@@ -764,6 +764,19 @@ export function settleMore(settled: number, missFraction: number, bounds: { max:
   return missFraction > bound && settled < bounds.max ? Math.min(REPLAY_PRELUDE.settleStep, bounds.max - settled) : 0;
 }
 
+/** Step 4's count of its checks, those in a row with only the stack's own workers up included. */
+export interface FleetWait {
+  checks: number;
+  quiet: number;
+}
+
+/** One of step 4's checks (a second after the one before): with `workersUp` reporting, whether the window may start. */
+export function fleetCheck(w: FleetWait, workersUp: number, staticWorkers: number): FleetWait & { back: boolean } {
+  const checks = w.checks + 1;
+  const quiet = workersUp <= staticWorkers ? w.quiet + 1 : 0;
+  return { checks, quiet, back: quiet >= REPLAY_PRELUDE.fleetQuietS || checks >= REPLAY_PRELUDE.fleetWaitS };
+}
+
 /** The prelude as the simulator played it ({@link simulatePrelude}). */
 export interface ReplayPrelude {
   /** Its queries, ms from the run's start (the stack's first query at 0). */
@@ -799,8 +812,7 @@ function preludePass(input: ReplaySimInput, arrivalsMs: readonly number[], fleet
   const statics = input.config.staticWorkers;
   let answeredMs = Infinity;
   let fleetBackMs = Infinity;
-  let quiet = 0;
-  let checks = 0;
+  let wait: FleetWait = { checks: 0, quiet: 0 };
   let workers = 0;
   let instanceStates: Record<string, string> = {};
   const up = (): Machine[] => b.sim.machines.filter((m) => m.state === "running" || (m.state === "draining" && m.readyMs <= b.sim.nowMs));
@@ -809,11 +821,11 @@ function preludePass(input: ReplaySimInput, arrivalsMs: readonly number[], fleet
     (nowMs) => {
       if (answeredMs === Infinity && nowMs >= last && b.sim.queriesInFlight === 0) answeredMs = nowMs;
       // (live: a check a second after the last answer, then every second)
-      if (fleetFromMs === undefined || fleetBackMs < Infinity || nowMs < fleetFromMs + 1000 * (checks + 1)) return;
-      checks++;
+      if (fleetFromMs === undefined || fleetBackMs < Infinity || nowMs < fleetFromMs + 1000 * (wait.checks + 1)) return;
       const machines = up();
-      quiet = machines.length <= statics ? quiet + 1 : 0;
-      if (quiet >= REPLAY_PRELUDE.fleetQuietS || checks >= REPLAY_PRELUDE.fleetWaitS) {
+      const check = fleetCheck(wait, machines.length, statics);
+      wait = check;
+      if (check.back) {
         fleetBackMs = Math.ceil(nowMs / 1000) * 1000;
         workers = machines.length;
         instanceStates = Object.fromEntries(machines.flatMap((m) => [...m.replicas].filter((r) => r.state !== "draining").map((r) => [`${r.queue.name}@${m.name}`, r.state])));
