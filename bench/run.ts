@@ -2,7 +2,7 @@
  * `npm run bench [-- options]`: runs the benchmarks, writes `bench/results/<name>.json`,
  * `bench/results/summary.json` and the tables of `bench/README.md`.
  *
- *   --quick              shorter phases (the whole run in under 5 minutes)
+ *   --quick              shorter phases (the whole run in about 7 minutes, the serving benchmark 5-6 of them)
  *   --only a,b           run only these benchmarks (serving, selection, estimator, sim); the summary
  *                        takes the others from their last results file
  *   --small auto|digits|ocr-cls
@@ -10,6 +10,8 @@
  *   --profiled-variants  serving: profile every variant at registration (PROFILE_ON_REGISTER=true, as
  *                        `npm start` does) and measure the system with its control plane acting;
  *                        writes results/serving-profiled-variants.json (not used by the summary)
+ *   --frontends 1,2      serving: also measure the tiny model's saturated HTTP throughput through frontends
+ *                        of these many processes (FRONTEND_PROCESSES), started beside the stack's own
  *   --report-only        run nothing: rebuild summary.json and the README tables from the results files
  *   --profile            run the serving benchmark with a CPU profiler in every service and reference
  *                        server (lib/cpu-profiler.mjs, the inspector's sampler); writes results/profile.json and results/serving-profiled.json (the
@@ -45,12 +47,13 @@ const { values } = parseArgs({
     profile: { type: "boolean", default: false },
     "profiled-variants": { type: "boolean", default: false },
     "report-only": { type: "boolean", default: false },
+    frontends: { type: "string" },
     help: { type: "boolean", short: "h", default: false },
   },
   strict: true,
 });
 if (values.help) {
-  console.log("npm run bench -- [--quick] [--only serving,selection,estimator,sim] [--small auto|digits|ocr-cls] [--profiled-variants] [--profile] [--report-only]");
+  console.log("npm run bench -- [--quick] [--only serving,selection,estimator,sim] [--small auto|digits|ocr-cls] [--profiled-variants] [--profile] [--frontends 1,2] [--report-only]");
   process.exit(0);
 }
 const small = values.small as string;
@@ -58,6 +61,9 @@ if (small !== "auto" && small !== "digits" && small !== "ocr-cls") throw new Err
 const only = values["report-only"] ? [] : values.only ? values.only.split(",").map((s) => s.trim()) : values.profile ? ["serving"] : [...BENCHMARKS];
 for (const o of only) if (!(BENCHMARKS as readonly string[]).includes(o)) throw new Error(`unknown benchmark ${o}; known: ${BENCHMARKS.join(", ")}`);
 const quick = values.quick;
+const frontends = values.frontends?.split(",").map((s) => Number(s.trim()));
+if (frontends?.some((n) => !Number.isInteger(n) || n < 1 || n > 16)) throw new Error(`--frontends takes process counts from 1 to 16, e.g. 1,2; not ${values.frontends}`);
+if (frontends && !only.includes("serving")) throw new Error("--frontends is measured by the serving benchmark: add --only serving (or leave --only out)");
 const profileVariants = values["profiled-variants"];
 const command = `npm run bench${args.length > 0 ? ` -- ${args.join(" ")}` : ""}`;
 const machine = machineInfo();
@@ -84,7 +90,7 @@ async function run<T>(name: Name, fn: () => Promise<T> | T, file?: string): Prom
 if (values.profile) {
   const dir = join(RESULTS_DIR, "tmp", `profiles-${Date.now()}`);
   mkdirSync(dir, { recursive: true });
-  const serving = await run("serving", () => runServing({ quick, small, profileDir: dir, profileVariants, log }), "serving-profiled.json");
+  const serving = await run("serving", () => runServing({ quick, small, profileDir: dir, profileVariants, frontends, log }), "serving-profiled.json");
   const s = serving.result;
   if (s) {
     const files = profilesByPid(dir);
@@ -115,7 +121,7 @@ if (values.profile) {
     rmSync(dir, { recursive: true, force: true });
   }
 } else {
-  if (only.includes("serving")) await run("serving", () => runServing({ quick, small, profileVariants, log }), profileVariants ? "serving-profiled-variants.json" : undefined);
+  if (only.includes("serving")) await run("serving", () => runServing({ quick, small, profileVariants, frontends, log }), profileVariants ? "serving-profiled-variants.json" : undefined);
   if (only.includes("selection")) await run("selection", () => runSelection({ quick, log }));
   if (only.includes("estimator")) await run("estimator", () => runEstimator({ quick, log }));
   if (only.includes("sim")) await run("sim", () => runSim({ quick, log }));

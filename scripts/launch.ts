@@ -17,6 +17,8 @@ const { values } = parseArgs({
     // The Open Inference Protocol over gRPC (inference.GRPCInferenceService).
     "grpc-port": { type: "string", default: process.env.GRPC_PORT ?? "8081" },
     workers: { type: "string", default: process.env.CPU_WORKERS ?? "1" },
+    // Frontend processes on the HTTP and gRPC ports (FRONTEND_PROCESSES: Node's cluster, one port each).
+    frontends: { type: "string", default: process.env.FRONTEND_PROCESSES ?? "1" },
     // CPU workers the vm-autoscaler may run in all (its own launches on top of --workers): default 2 more.
     "max-workers": { type: "string", default: process.env.MAX_CPU_WORKERS },
     "no-models": { type: "boolean", default: false },
@@ -39,7 +41,9 @@ const maxWorkers = values["max-workers"] === undefined ? cpuWorkers + 2 : Number
 const scalingPolicy = process.env.SCALING_POLICY ?? DEFAULT_SCALING_POLICY;
 if (!isScalingPolicy(scalingPolicy)) throw new Error(`SCALING_POLICY=${scalingPolicy}: use one of ${SCALING_POLICIES.join(", ")}`);
 const overflow = process.env.OVERFLOW ?? (scalingRulesOf(scalingPolicy).overflow ? "local" : "off");
-const stack = await startStack({ dir, httpPort: Number(values.port), grpcPort: Number(values["grpc-port"]), cpuWorkers, maxWorkers, persistRedis: true, auth: values.auth, logLevel: process.env.LOG_LEVEL ?? "info", env: { OVERFLOW: overflow, SCALING_POLICY: scalingPolicy } });
+const frontendProcesses = Number(values.frontends);
+if (!Number.isInteger(frontendProcesses) || frontendProcesses < 1) throw new Error(`--frontends (FRONTEND_PROCESSES) takes a number of processes, 1 or more, not ${values.frontends}`);
+const stack = await startStack({ dir, httpPort: Number(values.port), grpcPort: Number(values["grpc-port"]), frontendProcesses, cpuWorkers, maxWorkers, persistRedis: true, auth: values.auth, logLevel: process.env.LOG_LEVEL ?? "info", env: { OVERFLOW: overflow, SCALING_POLICY: scalingPolicy } });
 let stopping = false;
 const stop = async (): Promise<void> => {
   if (stopping) return;
@@ -100,4 +104,4 @@ if (stack.natsUsers) {
   writeFileSync(join(dir, "nats-users.json"), JSON.stringify(stack.natsUsers, null, 2), { mode: 0o600 });
   say(`NATS users are on (${stack.env.NATS_URL}): your own services as NATS_USER=${client.user} NATS_PASSWORD=${client.password} (queries, registrations, metrics); operators as ${admin.user} / ${admin.password}; every service's user in .run/nats-users.json`);
 }
-say(`ready: ${url}  (dashboard: ${url}/dashboard, health: ${url}/v2/health/ready; OIP gRPC: ${stack.grpcAddress}). Ctrl-C stops.`);
+say(`ready: ${url}  (dashboard: ${url}/dashboard, health: ${url}/v2/health/ready; OIP gRPC: ${stack.grpcAddress}${frontendProcesses > 1 ? `; ${frontendProcesses} frontend processes` : ""}). Ctrl-C stops.`);

@@ -101,7 +101,8 @@ describe("docker-compose.yml", () => {
       expect(service?.environment?.REDIS_URL, name).toBe("redis://redis:6379");
       expect(service?.environment?.JS_REPLICAS, name).toBe("3");
     }
-    expect(all.frontend?.environment).toMatchObject({ HTTP_PORT: "8080", GRPC_PORT: "8081" });
+    // One frontend process unless .env says FRONTEND_PROCESSES (Node's cluster, services/frontend processes.ts).
+    expect(all.frontend?.environment).toMatchObject({ HTTP_PORT: "8080", GRPC_PORT: "8081", FRONTEND_PROCESSES: "1" });
     // Access control on HTTP and gRPC by default, the admin key from the environment (docs/SECURITY.md).
     expect(all.frontend?.environment).toMatchObject({ AUTH: "true", SLOSERVE_ADMIN_KEY: TEST_ADMIN_KEY });
   });

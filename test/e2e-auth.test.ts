@@ -14,7 +14,7 @@ import { smallModel, smallQuery } from "./fault-load.js";
  * frontend serving HTTPS and gRPC over TLS with a self-signed certificate made here by openssl. Two
  * apps (alpha, beta), a model each; keys made by the bootstrap admin key: a user and an app-admin of
  * alpha, a user of beta. Every forbidden path is tried over HTTP and gRPC (no key, unknown key, the
- * other app's key, a user registering, non-admins on cluster routes) and refused with 401/403
+ * other app's key, a user registering, non-admins on cluster routes or setting a quota) and refused with 401/403
  * (UNAUTHENTICATED / PERMISSION_DENIED) and a JSON body naming the problem; every allowed path
  * works; a revoked key is refused; no key reaches the logs.
  */
@@ -162,6 +162,10 @@ describe("e2e auth", () => {
       ...["/v1/status", "/v1/decisions", "/v1/cost", "/v1/dashboard", "/v1/keys"].map((path): [string, Promise<Answer>] => [`app-admin on ${path}`, call("GET", path, { key: alphaAdmin.key })]),
       ["user makes a key", call("POST", "/v1/keys", { key: alphaUser.key, json: { role: "admin" } })],
       ["app-admin revokes a key", call("DELETE", `/v1/keys/${betaUser.id}`, { key: alphaAdmin.key })],
+      // An app's quota: set and removed by admins only (a tenant does not lift its own limits), read by the app's keys.
+      ["alpha app-admin sets alpha's quota", call("PUT", "/v1/apps/alpha/quota", { key: alphaAdmin.key, json: { rate_qps: 1000, burst: 1000, max_concurrency: 100 } })],
+      ["alpha user removes alpha's quota", call("DELETE", "/v1/apps/alpha/quota", { key: alphaUser.key })],
+      ["beta user reads alpha's quota", call("GET", "/v1/apps/alpha/quota", { key: betaUser.key })],
     ];
     for (const [name, pending] of forbidden) {
       const r = await pending;
@@ -218,6 +222,11 @@ describe("e2e auth", () => {
     expect((await call("DELETE", "/v1/pipelines/alpha-pipe", { key: alphaUser.key })).status).toBe(403);
     expect((await call("DELETE", "/v1/pipelines/alpha-pipe", { key: alphaAdmin.key })).status).toBe(200);
     expect((await call("DELETE", "/v1/models/alpha-extra", { key: alphaAdmin.key })).status).toBe(200);
+    // admin: an app's quota, read back by the app's user.
+    const quota = { rate_qps: 1000, burst: 1000, max_concurrency: 100 };
+    expect((await call("PUT", "/v1/apps/alpha/quota", { key: admin, json: quota })).status).toBe(200);
+    expect((await call("GET", "/v1/apps/alpha/quota", { key: alphaUser.key })).body).toMatchObject({ app: "alpha", ...quota });
+    expect((await call("DELETE", "/v1/apps/alpha/quota", { key: admin })).status).toBe(200);
     // admin: cluster routes.
     for (const path of ["/v1/status", "/v1/dashboard", "/v1/keys", "/v1/decisions"]) expect((await call("GET", path, { key: admin })).status, path).toBe(200);
     const listedKeys = (await call("GET", "/v1/keys", { key: admin })).body.keys as Array<Record<string, unknown>>;

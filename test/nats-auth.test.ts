@@ -165,16 +165,17 @@ describe("nats auth", () => {
     await executor.js.publish(subjects.workerMetrics("w1"), "{}");
   });
 
-  it("nats auth - the client (your own services) queries and registers, but does not command, decide or read the queues", async () => {
+  it("nats auth - the client (your own services) queries and registers, but does not command, decide, read the queues or skip its app's quota", async () => {
     const client = await as("client");
     const seen = violations(client.nc);
-    for (const subject of [subjects.queue("digits-mlp-s"), subjects.scaleVm, subjects.decision("vm", "x"), subjects.state("v", "w")]) {
+    // The admitted subjects are the frontends' (a query a frontend charged to its app's quota); quota changes and demand reports the frontends' and dispatchers'.
+    for (const subject of [subjects.queue("digits-mlp-s"), subjects.scaleVm, subjects.decision("vm", "x"), subjects.state("v", "w"), subjects.admitted(subjects.inferApp("digits")), subjects.quotaChanged("digits"), subjects.quotaDemand("p")]) {
       client.nc.publish(subject, "{}");
       await refused(client.nc, seen, `publish ${subject}`);
     }
     // Allowed: a query goes out (nobody answers here: no responders, not a refusal).
     await expect(client.nc.request(subjects.inferApp("digits"), "{}", { timeout: 2000 })).rejects.toThrow(/no responders|503|timeout/i);
-    expect(seen.filter((v) => v.includes("infer."))).toEqual([]);
+    expect(seen.filter((v) => v.includes("infer.") && !v.includes(".admitted"))).toEqual([]);
   });
 
   it("nats auth - the server accepts the Nomad users' template once rendered", () => {

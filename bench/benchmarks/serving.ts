@@ -22,21 +22,27 @@
  *
  * Figures: low-load latency (one query at a time, interleaved across targets) and its excess over
  * raw; saturated throughput (closed loop, N clients) and its ratio to raw and to direct; CPU time per
- * query of every process; RSS of every process at start, idle and under load.
+ * query of every process; RSS of every process at start, idle and under load; the server scenario
+ * (MLPerf Inference's: the highest Poisson arrival rate whose p99 stays within a bound, lib/server-scenario.ts)
+ * of every path and of the direct server; with `frontends`, HTTP throughput by frontend processes
+ * (lib/frontend-scaling.ts).
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
-import { contentTypes, decodeTensors, decodeWireMeta, headers, subjects, type Tensor } from "@sloserve/contracts";
+import { contentTypes, decodeTensors, headers, subjects, type Tensor } from "@sloserve/contracts";
 import { INFERENCE_NICE } from "@sloserve/executor";
 import { OnnxRunner } from "@sloserve/runtime";
-import { median, variantName } from "@sloserve/policy";
+import { deriveSeed, median, variantName } from "@sloserve/policy";
 import { registerOverHttp, startStack, waitForProfiles, type Stack } from "@sloserve/stack";
-import { HttpClient, batchSizeOf, expectOk } from "../lib/http-client.js";
-import { makeQuery, recModel, smallModel, type BenchModel, type Query } from "../lib/inputs.js";
-import { backToBack, closedLoop, interleaved, type Target } from "../lib/load.js";
+import { measureFrontendScaling, type FrontendScalingFigure } from "../lib/frontend-scaling.js";
+import { HttpClient } from "../lib/http-client.js";
+import { makeQuery, recModel, smallModel, type Query } from "../lib/inputs.js";
+import { backToBack, closedLoop, interleaved, poissonOpenLoop, type Target } from "../lib/load.js";
 import { BENCH_DIR, CpuMeter, RssSampler, atNice, monotonicUs, rssMb, startChild, type Child } from "../lib/proc.js";
+import { nextRate, recordStep, searchResult, startSearch, type SearchResult, type SearchState } from "../lib/server-scenario.js";
 import { mean, round, roundSummary, summarize, type Summary } from "../lib/stats.js";
+import { REQUEST_TIMEOUT_MS, Targets, waitForFirstAnswer } from "../lib/targets.js";
 
 export interface ServingOptions {
   quick: boolean;
@@ -50,6 +56,11 @@ export interface ServingOptions {
    * path is measured on its own.
    */
   profileVariants: boolean;
+  /**
+   * Also measure saturated HTTP throughput of the tiny model through frontends of these many processes
+   * (FRONTEND_PROCESSES; 1 is the stack's own frontend), started beside it (lib/frontend-scaling.ts).
+   */
+  frontends?: number[];
   log: (line: string) => void;
 }
 
@@ -71,6 +82,42 @@ export interface ThroughputFigure {
   meanBatch: number | null;
   /** CPU time per answered query, µs, by process. */
   cpuUsPerQuery: Record<string, number>;
+}
+
+/** One step of a server-scenario search: a Poisson rate tried, and what it gave. */
+export interface ServerScenarioStep {
+  qps: number;
+  /** Seconds of arrivals (longer than the plan's step at a low rate, so that it sends enough queries). */
+  durationS: number;
+  /** p99 over every query sent, ms from its arrival time; null: infinite (a query failed or went unanswered past the step's end + grace). */
+  p99Ms: number | null;
+  p50Ms: number | null;
+  pass: boolean;
+  sent: number;
+  late: number;
+  failed: number;
+  firstError?: string;
+  /** How late the load generator sent its queries, p99, ms. */
+  sendLagP99Ms: number;
+}
+
+/** The server scenario of one model (lib/server-scenario.ts): per target, the highest Poisson rate whose p99 stayed within the bound. */
+export interface ServerScenarioFigure {
+  boundMs: number;
+  /** Seconds of arrivals per step (up to maxStepS at a low rate, so that a step sends minQueries queries), and the grace after them for the last answers. */
+  stepS: number;
+  maxStepS: number;
+  minQueries: number;
+  graceS: number;
+  /** Steps per target at most. */
+  maxSteps: number;
+  seed: number;
+  /** `ended` "low-load": the target's median latency one query at a time (the low-load phase) was already over the bound, so it was not searched (0). */
+  targets: Record<string, { maxQps: number; failQps: number | null; startQps: number; ended: SearchResult["ended"] | "low-load"; steps: ServerScenarioStep[] }>;
+  /** The reference of each path: the direct server in JSON (`direct`) or in the binary tensor extension (`direct-bin`). */
+  reference: Record<string, string>;
+  /** maxQps ÷ its reference's maxQps. */
+  vsDirect: Record<string, number | null>;
 }
 
 export interface ModelFigures {
@@ -108,17 +155,19 @@ export interface ModelFigures {
     vsDirect: Record<string, number | null>;
     vsEcho: Record<string, number | null>;
   };
+  /** Absent in results files written before it was measured. */
+  serverScenario?: ServerScenarioFigure;
 }
 
 export interface ServingResult {
   models: { small: ModelFigures; rec: ModelFigures };
+  /** With the `frontends` option only. */
+  frontends?: FrontendScalingFigure;
   rssMb: Record<string, { start: number | null; idle: number | null; load: number | null }>;
   windows: PhaseWindow[];
   pids: Record<string, number>;
   settings: Record<string, unknown>;
 }
-
-const REQUEST_TIMEOUT_MS = 60_000;
 
 interface Plan {
   lowLoad: { rounds: number; warmupRounds: number; maxMs: number };
@@ -126,17 +175,35 @@ interface Plan {
   rotations: number;
   raw: { warmupMs: number; durationMs: number };
   load: { warmupMs: number; durationMs: number; concurrency: number };
+  /**
+   * The server scenario: p99 bound, steps per target, time of arrivals per step (longer at low rates,
+   * up to maxStepMs, so that a step sends minQueries queries: no rate is tried that would send fewer),
+   * grace for the last answers, and the longest wait for an overloaded step's backlog to drain before
+   * the next step.
+   */
+  serverScenario: { boundMs: number; steps: number; stepMs: number; maxStepMs: number; minQueries: number; graceMs: number; drainMs: number };
 }
 
+/** The seed of the server scenario's arrival times (each step's: derived from it, the model, the target and the step). */
+const SERVER_SCENARIO_SEED = 28;
+/**
+ * The paths whose server scenario is measured, and the references beside them: the direct server in
+ * JSON (the bench's "direct") for HTTP JSON, and in the binary tensor extension ("direct-bin") for the
+ * binary paths, HTTP binary and NATS.
+ */
+const SERVER_SCENARIO_TARGETS = ["http", "http-bin", "nats", "direct", "direct-bin"] as const;
+const SERVER_SCENARIO_REFERENCE: Record<string, string> = { http: "direct", "http-bin": "direct-bin", nats: "direct-bin" };
+
 function plan(role: "small" | "rec", quick: boolean): Plan {
+  // The server scenario's bounds: 15 ms for the tiny model, 100 ms for ocr-rec (issue 28).
   if (role === "small") {
     return quick
-      ? { lowLoad: { rounds: 400, warmupRounds: 40, maxMs: 20_000 }, rotations: 2, raw: { warmupMs: 300, durationMs: 1_500 }, load: { warmupMs: 1_500, durationMs: 3_000, concurrency: 32 } }
-      : { lowLoad: { rounds: 2_000, warmupRounds: 100, maxMs: 60_000 }, rotations: 4, raw: { warmupMs: 500, durationMs: 2_500 }, load: { warmupMs: 2_000, durationMs: 6_000, concurrency: 32 } };
+      ? { lowLoad: { rounds: 400, warmupRounds: 40, maxMs: 20_000 }, rotations: 2, raw: { warmupMs: 300, durationMs: 1_500 }, load: { warmupMs: 1_500, durationMs: 3_000, concurrency: 32 }, serverScenario: { boundMs: 15, steps: 5, stepMs: 1_500, maxStepMs: 1_500, minQueries: 20, graceMs: 250, drainMs: 5_000 } }
+      : { lowLoad: { rounds: 2_000, warmupRounds: 100, maxMs: 60_000 }, rotations: 4, raw: { warmupMs: 500, durationMs: 2_500 }, load: { warmupMs: 2_000, durationMs: 6_000, concurrency: 32 }, serverScenario: { boundMs: 15, steps: 7, stepMs: 5_000, maxStepMs: 5_000, minQueries: 100, graceMs: 250, drainMs: 10_000 } };
   }
   return quick
-    ? { lowLoad: { rounds: 50, warmupRounds: 5, maxMs: 25_000 }, rotations: 2, raw: { warmupMs: 300, durationMs: 2_500 }, load: { warmupMs: 3_000, durationMs: 5_000, concurrency: 32 } }
-    : { lowLoad: { rounds: 200, warmupRounds: 10, maxMs: 90_000 }, rotations: 4, raw: { warmupMs: 500, durationMs: 5_000 }, load: { warmupMs: 4_000, durationMs: 10_000, concurrency: 32 } };
+    ? { lowLoad: { rounds: 50, warmupRounds: 5, maxMs: 25_000 }, rotations: 2, raw: { warmupMs: 300, durationMs: 2_500 }, load: { warmupMs: 3_000, durationMs: 5_000, concurrency: 32 }, serverScenario: { boundMs: 100, steps: 4, stepMs: 2_500, maxStepMs: 6_000, minQueries: 20, graceMs: 500, drainMs: 5_000 } }
+    : { lowLoad: { rounds: 200, warmupRounds: 10, maxMs: 90_000 }, rotations: 4, raw: { warmupMs: 500, durationMs: 5_000 }, load: { warmupMs: 4_000, durationMs: 10_000, concurrency: 32 }, serverScenario: { boundMs: 100, steps: 6, stepMs: 8_000, maxStepMs: 24_000, minQueries: 60, graceMs: 500, drainMs: 10_000 } };
 }
 
 function maxRelDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
@@ -146,100 +213,77 @@ function maxRelDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return worst;
 }
 
-/** Closures that send one query to each target, recording batch sizes and server timings. */
-class Targets {
-  batchSizes: number[] = [];
-  /** path → variant → answers. */
-  served: Record<string, Record<string, number>> = {};
-  timings: Array<{ queue: number; inference: number; total: number }> = [];
-  private readonly wireHeaders = natsHeaders();
-  private readonly echoHeaders = natsHeaders();
-
-  constructor(
-    private readonly m: BenchModel,
-    private readonly q: Query,
-    private readonly system: HttpClient,
-    private readonly direct: HttpClient,
-    private readonly nc: NatsConnection,
-    private readonly runner: OnnxRunner,
-    private readonly echoBytes: Uint8Array,
-    private readonly variant: string,
-    replyBytes: number,
-  ) {
-    this.wireHeaders.set(headers.contentType, contentTypes.wire);
-    this.echoHeaders.set("x-reply-bytes", String(replyBytes));
+/**
+ * The server scenario of one model: a search per target (lib/server-scenario.ts), advanced in turn
+ * (step k of every target before step k + 1 of any: they see the same machine), each starting at a
+ * third of the target's saturated closed-loop rate (direct-bin, not measured in the closed loop: of
+ * the higher of direct's and http-bin's) and trying at most twice that rate. A step is a seeded open
+ * loop (lib/load.ts poissonOpenLoop) of `stepMs`, or longer at a low rate so that it sends
+ * `minQueries` queries, up to `maxStepMs`: no rate is tried below minQueries per maxStepMs.
+ */
+async function measureServerScenario(
+  model: string,
+  targets: Record<string, Target>,
+  saturatedQps: Record<string, number | undefined>,
+  lowLoadP50Ms: Record<string, number | undefined>,
+  s: Plan["serverScenario"],
+  mark: (phase: string, fn: () => Promise<void>) => Promise<void>,
+  log: (line: string) => void,
+): Promise<ServerScenarioFigure> {
+  // A target whose median latency one query at a time is over the bound meets it at no rate: not searched.
+  const hopeless = Object.keys(targets).filter((n) => (lowLoadP50Ms[n] ?? 0) > s.boundMs);
+  const names = Object.keys(targets).filter((n) => !hopeless.includes(n));
+  const minQps = s.minQueries / (s.maxStepMs / 1000);
+  const searches: Record<string, SearchState> = {};
+  const steps: Record<string, ServerScenarioStep[]> = {};
+  for (const name of names) {
+    const saturated = saturatedQps[name] ?? 0;
+    const startQps = Math.max(minQps, saturated / 3);
+    searches[name] = startSearch({ boundMs: s.boundMs, startQps, steps: s.steps, minQps, maxQps: Math.max(startQps, 2 * saturated) });
+    steps[name] = [];
   }
-
-  private get path(): string {
-    return `/v2/models/${this.m.model.name}/infer`;
+  if (hopeless.length > 0) log(`  ${model}: server scenario: ${hopeless.map((n) => `${n} (low-load p50 ${round(lowLoadP50Ms[n] as number)} ms)`).join(", ")} over the ${s.boundMs} ms bound at low load already: 0, not searched`);
+  log(`  ${model}: server scenario, p99 ≤ ${s.boundMs} ms: ${names.join(", ")}, up to ${s.steps} steps of ${s.stepMs / 1000}${s.maxStepMs > s.stepMs ? `-${s.maxStepMs / 1000}` : ""} s each (+ ${s.graceMs / 1000} s grace)`);
+  const finite = (x: number): number | null => (Number.isFinite(x) ? round(x) : null);
+  for (let k = 0; k < s.steps; k++) {
+    for (const name of names) {
+      const qps = nextRate(searches[name] as SearchState);
+      if (qps === null) continue;
+      const durationMs = Math.min(s.maxStepMs, Math.max(s.stepMs, (1000 * s.minQueries) / qps));
+      await mark(`server-${name}`, async () => {
+        const r = await poissonOpenLoop(targets[name] as Target, { qps, durationMs, graceMs: s.graceMs, drainMs: s.drainMs, seed: deriveSeed(SERVER_SCENARIO_SEED, `${model}:${name}:${k}`) });
+        searches[name] = recordStep(searches[name] as SearchState, qps, r.p99Ms);
+        const pass = r.p99Ms <= s.boundMs;
+        (steps[name] as ServerScenarioStep[]).push({ qps, durationS: round(durationMs / 1000), p99Ms: finite(r.p99Ms), p50Ms: finite(r.p50Ms), pass, sent: r.sent, late: r.late, failed: r.failed, ...(r.firstError ? { firstError: r.firstError } : {}), sendLagP99Ms: round(r.sendLagP99Ms) });
+        log(`    ${name} step ${k + 1}: ${qps}/s for ${round(durationMs / 1000)} s → p99 ${Number.isFinite(r.p99Ms) ? `${round(r.p99Ms)} ms` : "∞"} (${pass ? "within" : "over"} the bound; ${r.sent} sent, ${r.late} late, ${r.failed} failed${r.undrained > 0 ? `, ${r.undrained} still pending` : ""})`);
+        if (r.firstError) log(`      first error: ${r.firstError}`);
+      });
+    }
   }
-
-  reset(): void {
-    this.batchSizes = [];
-    this.timings = [];
+  const figure: ServerScenarioFigure["targets"] = {};
+  for (const name of names) {
+    const r = searchResult(searches[name] as SearchState);
+    figure[name] = { maxQps: r.maxQps, failQps: r.failQps, startQps: round((searches[name] as SearchState).options.startQps), ended: r.ended, steps: steps[name] as ServerScenarioStep[] };
   }
-
-  raw: Target = () => this.runner.runOne(this.q.tensors);
-
-  private count(path: string, variant: string | undefined): void {
-    const byVariant = (this.served[path] ??= {});
-    const v = variant ?? "?";
-    byVariant[v] = (byVariant[v] ?? 0) + 1;
+  for (const name of hopeless) figure[name] = { maxQps: 0, failQps: null, startQps: 0, ended: "low-load", steps: [] };
+  const vsDirect: Record<string, number | null> = {};
+  for (const [name, reference] of Object.entries(SERVER_SCENARIO_REFERENCE)) {
+    const direct = figure[reference]?.maxQps;
+    if (figure[name]) vsDirect[name] = direct ? round(figure[name].maxQps / direct) : null;
   }
-
-  http: Target = async () => {
-    const a = expectOk(await this.system.post(this.path, this.q.json), "system HTTP");
-    const b = batchSizeOf(a.body);
-    if (b !== undefined) this.batchSizes.push(b);
-    this.count("http", variantOf(a.body));
+  log(`    server scenario: ${names.map((n) => `${n} ${figure[n]?.maxQps}/s`).join(", ")}`);
+  return {
+    boundMs: s.boundMs,
+    stepS: s.stepMs / 1000,
+    maxStepS: s.maxStepMs / 1000,
+    minQueries: s.minQueries,
+    graceS: s.graceMs / 1000,
+    maxSteps: s.steps,
+    seed: SERVER_SCENARIO_SEED,
+    targets: figure,
+    reference: SERVER_SCENARIO_REFERENCE,
+    vsDirect,
   };
-
-  /**
-   * HTTP in the binary tensor extension, binary outputs: the answer's JSON header is parsed and its
-   * length checked against the outputs' sizes, the outputs' bytes counted, not kept (HttpClient.postBinary).
-   */
-  httpBinary: Target = async () => {
-    const a = expectOk(await this.system.postBinary(this.path, this.q.binary.body, this.q.binary.headerLength), "system HTTP binary");
-    const b = a.header?.served_by?.batch_size;
-    if (b !== undefined) this.batchSizes.push(b);
-    this.count("http-bin", a.header?.served_by?.variant);
-  };
-
-  direct_: Target = async () => {
-    expectOk(await this.direct.post(this.path, this.q.json), "direct server");
-  };
-
-  nats: Target = async () => {
-    const reply = await this.nc.request(subjects.inferVariant(this.variant), this.q.wire, { timeout: REQUEST_TIMEOUT_MS, headers: this.wireHeaders });
-    const code = reply.headers?.get(headers.error);
-    if (code) throw new Error(`system NATS: ${code}: ${new TextDecoder().decode(reply.data).slice(0, 300)}`);
-    const { meta } = decodeWireMeta<{ served_by?: { batch_size?: number; variant?: string }; timing_ms?: { queue: number; inference: number; total: number } }>(reply.data);
-    if (meta.served_by?.batch_size !== undefined) this.batchSizes.push(meta.served_by.batch_size);
-    this.count("nats", meta.served_by?.variant);
-    if (meta.timing_ms) this.timings.push(meta.timing_ms);
-  };
-
-  echo: Target = () => this.nc.request("bench.echo", this.echoBytes, { timeout: REQUEST_TIMEOUT_MS, headers: this.echoHeaders });
-
-  jsEcho: Target = () => this.nc.request("bench.relay", this.echoBytes, { timeout: REQUEST_TIMEOUT_MS, headers: this.echoHeaders });
-
-  jsEchoNoTraces: Target = () => this.nc.request("bench.relay-nt", this.echoBytes, { timeout: REQUEST_TIMEOUT_MS, headers: this.echoHeaders });
-}
-
-function variantOf(body: Buffer): string | undefined {
-  const m = /"variant":"([^"]+)"/.exec(body.subarray(0, 2048).toString("utf8"));
-  return m?.[1];
-}
-
-async function waitForFirstAnswer(http: HttpClient, m: BenchModel, q: Query, log: (s: string) => void): Promise<void> {
-  const started = Date.now();
-  for (;;) {
-    const a = await http.post(`/v2/models/${m.model.name}/infer`, q.json);
-    if (a.status === 200) return;
-    if (Date.now() - started > 120_000) throw new Error(`${m.model.name}: no answer within 120 s: HTTP ${a.status} ${a.body.subarray(0, 300).toString()}`);
-    log(`  ${m.model.name}: HTTP ${a.status} while loading, retrying`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
 }
 
 export async function runServing(options: ServingOptions): Promise<ServingResult> {
@@ -474,6 +518,13 @@ export async function runServing(options: ServingOptions): Promise<ServingResult
       for (const name of ["http", "http-bin", "nats"]) vsDirect[name] = med(ratioDirect[name]);
       if (tp.echo) for (const name of ["http", "http-bin", "nats", "direct", "js-echo", "js-echo-nt"]) vsEcho[name] = med(ratioEcho[name]);
 
+      // ---- server scenario: the highest Poisson rate whose p99 stays within the bound ----
+      const all: Record<string, Target> = { ...loadTargets, "direct-bin": t.directBinary };
+      const scenarioTargets = Object.fromEntries(SERVER_SCENARIO_TARGETS.map((n) => [n, all[n] as Target]));
+      const saturated = { ...Object.fromEntries(Object.entries(tp).map(([n, f]) => [n, f.qps])), "direct-bin": Math.max(tp.direct?.qps ?? 0, tp["http-bin"]?.qps ?? 0) };
+      const lowLoadP50 = Object.fromEntries(Object.entries(lat).map(([n, x]) => [n, x.p50]));
+      const serverScenario = await measureServerScenario(m.model.name, scenarioTargets, saturated, lowLoadP50, p.serverScenario, (phase, fn) => mark(phase, fn)(), log);
+
       figures[m.role] = {
         model: m.model.name,
         variant: variants[m.role] as string,
@@ -501,7 +552,15 @@ export async function runServing(options: ServingOptions): Promise<ServingResult
           vsDirect,
           vsEcho,
         },
+        serverScenario,
       };
+    }
+    let frontends: FrontendScalingFigure | undefined;
+    if (options.frontends && options.frontends.length > 0) {
+      const q = queries.small as Query;
+      const t = (client: HttpClient): Targets =>
+        new Targets(small, q, client, directs.small as HttpClient, nc as NatsConnection, runners.small as OnnxRunner, q.wire, variants.small as string, replyBytes.small as number);
+      frontends = await measureFrontendScaling({ stack, processes: options.frontends, model: small.model.name, targets: t, systemPids, plan: plan("small", quick).load, rotations: plan("small", quick).rotations, clients, windows, log });
     }
     const rssLoad = loadSampler.stop();
     const rss: ServingResult["rssMb"] = {};
@@ -511,6 +570,7 @@ export async function runServing(options: ServingOptions): Promise<ServingResult
     }
     return {
       models: { small: figures.small as ModelFigures, rec: figures.rec as ModelFigures },
+      ...(frontends ? { frontends } : {}),
       rssMb: rss,
       windows,
       pids,

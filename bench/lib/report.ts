@@ -1,13 +1,14 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { ServingResult, ModelFigures } from "../benchmarks/serving.js";
+import type { ServingResult, ModelFigures, ServerScenarioStep } from "../benchmarks/serving.js";
 import type { SelectionResult } from "../benchmarks/selection.js";
 import type { EstimatorResult } from "../benchmarks/estimator.js";
 import type { SimResultFigure } from "../benchmarks/sim.js";
 import type { ProfileReport } from "./profile.js";
 import { BENCH_DIR } from "./proc.js";
+import { round } from "./stats.js";
 import type { Envelope } from "./results.js";
-import type { Summary } from "./summary.js";
+import type { Ratio, Summary } from "./summary.js";
 
 /**
  * Renders the generated parts of bench/README.md: the results tables (between the `bench:results`
@@ -64,7 +65,8 @@ function throughputTable(m: ModelFigures): string {
 /** The data path's ratios (summary.json `ratios`, issue 14), one row each. */
 function renderRatios(summary: Summary): string[] {
   if (!summary.ratios) return [];
-  const rows = Object.entries(summary.ratios).map(([name, r]) => [
+  const { server_scenario_qps: _scenario, ...ratios } = summary.ratios;
+  const rows = Object.entries(ratios).map(([name, r]) => [
     `\`${name}\``,
     fmt(r.value),
     "le" in r.goal ? `≤ ${r.goal.le}` : `≥ ${r.goal.ge}`,
@@ -73,6 +75,60 @@ function renderRatios(summary: Summary): string[] {
     r.run ? `\`${r.run.command}\`, ${r.run.date.slice(0, 16).replace("T", " ")} UTC, load ${r.run.loadAvgAtStart.join(" / ")}` : "",
   ]);
   return ["### Data path ratios (`results/summary.json` `ratios`, issue 14)", "", table(["ratio", "value", "goal", "met", "from", "run"], rows), ""];
+}
+
+const runOf = (run: Ratio["run"]): string =>
+  run ? `\`${run.command}\`, ${run.date.slice(0, 16).replace("T", " ")} UTC, load ${run.loadAvgAtStart.join(" / ")}` : "";
+
+/** A step of a server-scenario search, short: `1200 ✓ 8.1`, the rate and its p99 (∞: a query over the grace). */
+const stepText = (x: ServerScenarioStep): string => `${x.qps} ${x.pass ? "✓" : "✗"} ${x.p99Ms === null ? "∞" : x.p99Ms}`;
+
+/** The server scenario (summary.json `ratios.server_scenario_qps`, and each search's steps from the serving run). */
+function renderServerScenario(summary: Summary, serving: ServingResult | null): string[] {
+  const sc = summary.ratios?.server_scenario_qps;
+  if (!sc || !serving) return [];
+  const rows: Array<Array<string | number>> = [];
+  for (const m of [serving.models.small, serving.models.rec]) {
+    const f = m.serverScenario;
+    if (!f) continue;
+    for (const [name, t] of Object.entries(f.targets)) {
+      const reference = f.reference?.[name];
+      const label = name === "direct" ? "direct server, HTTP JSON" : name === "direct-bin" ? "direct server, HTTP binary" : pathLabel(name);
+      const steps = t.ended === "low-load" ? `not searched: its low-load p50 (${fmt(m.lowLoad.latencyMs[name]?.p50)} ms, one query at a time) is over the bound` : t.steps.map(stepText).join("; ");
+      rows.push([m.model, `${f.boundMs} ms`, label, t.maxQps, t.failQps ?? "–", reference ? `${fmt(f.vsDirect[name])} (${reference})` : "", steps]);
+    }
+  }
+  const plans = Object.entries(sc.models).map(([model, x]) => `${model}: ≤ ${x.max_steps} steps of ${x.step_s}${x.max_step_s > x.step_s ? `-${x.max_step_s}` : ""} s, ≥ ${x.min_queries} queries, grace ${x.grace_s} s`);
+  return [
+    "### Server scenario (`results/summary.json` `ratios.server_scenario_qps`, issue 28)",
+    "",
+    `MLPerf Inference's server scenario, scaled down: ${sc.how}. ${plans.join("; ")}. Steps: rate q/s, ✓ within / ✗ over the bound, p99 ms (∞: a query failed or unanswered in time). ${runOf(sc.run)}.`,
+    "",
+    table(["model", "p99 bound", "protocol", "max queries/s", "lowest failing queries/s", "vs direct", "steps"], rows),
+    "",
+  ];
+}
+
+/** HTTP throughput by frontend processes (`--frontends`; summary.json `frontend_processes`). */
+function renderFrontendProcesses(summary: Summary, serving: ServingResult | null): string[] {
+  const fp = summary.frontend_processes;
+  const f = serving?.frontends;
+  if (!fp || !f) return [];
+  const rows: Array<Array<string | number>> = [];
+  for (const [path, byCount] of Object.entries(f.paths)) {
+    for (const [n, x] of Object.entries(byCount)) {
+      const frontendCpu = Object.entries(x.cpuUsPerQuery).filter(([p]) => p.startsWith("frontend")).reduce((sum, [, us]) => sum + us, 0);
+      rows.push([pathLabel(path), n, x.qps, x.qpsPerRotation.join(", "), n === "1" ? "1" : fmt(f.vsOne[path]?.[n]), n === "1" ? "" : fmt(f.perAddedProcessQps[path]?.[n]), `${fmt(x.latencyMs.p50)} / ${fmt(x.latencyMs.p99)}`, round(frontendCpu), x.errors]);
+    }
+  }
+  return [
+    "### Frontend processes (`results/summary.json` `frontend_processes`)",
+    "",
+    `${f.model}, saturated HTTP through frontends of ${f.processes.join(", ")} processes (FRONTEND_PROCESSES; Node's cluster, one port), closed loop, ${f.concurrency} clients, ${f.durationS} s per count and path, ${f.rotations} rotations; ratios are medians of within-rotation ratios. ${runOf(fp.run)}.`,
+    "",
+    table(["path", "processes", "queries/s (median)", "per rotation", "vs 1 process", "queries/s per added process", "latency p50 / p99 ms", "frontend CPU µs per query (all its processes)", "errors"], rows),
+    "",
+  ];
 }
 
 export function renderResults(
@@ -114,6 +170,8 @@ export function renderResults(
   headline.push(["sim_hour_1000qps_s", fmt(summary.sim_hour_1000qps_s, " s"), "", "", origin(sim)]);
   out.push(table(["figure", "value", "goal", "met", "command, date"], headline), "");
   out.push(...renderRatios(summary));
+  out.push(...renderServerScenario(summary, s));
+  out.push(...renderFrontendProcesses(summary, s));
 
   if (s) {
     for (const m of [s.models.small, s.models.rec]) {

@@ -31,9 +31,12 @@ export interface Summary {
   rss_mb: Record<string, { idle: number | null; load: number | null }> | null;
   /**
    * The data path's goals (issue 14), each a ratio of two figures of one serving run, with the goal,
-   * whether it is met, how it is computed and the run (command, date) that produced it.
+   * whether it is met, how it is computed and the run (command, date) that produced it; and the server
+   * scenario's rates beside the direct server's (issue 28).
    */
-  ratios: Record<RatioName, Ratio> | null;
+  ratios: (Record<RatioName, Ratio> & { server_scenario_qps: ServerScenarioSummary | null }) | null;
+  /** HTTP throughput of the tiny model by frontend processes (`--frontends`), when the serving run measured it. */
+  frontend_processes: FrontendProcessesSummary | null;
   /** Goal met, by model and path (HTTP, NATS). */
   goals: Record<string, Record<string, boolean> | Record<string, Record<string, boolean>>>;
   sources: Record<string, { command: string; date: string; quick: boolean; error?: string } | null>;
@@ -62,7 +65,77 @@ export interface Ratio {
   run: { command: string; date: string; quick: boolean; loadAvgAtStart: number[] } | null;
 }
 
+/**
+ * MLPerf Inference's server scenario (bench/lib/server-scenario.ts): per model, the p99 bound, the
+ * direct server's highest Poisson rate within it (`direct`: HTTP JSON; `direct-bin`: the binary tensor
+ * extension), and each protocol's, with the direct server it is compared with and the ratio.
+ */
+export interface ServerScenarioSummary {
+  models: Record<
+    string,
+    {
+      bound_ms: number;
+      /** Seconds of arrivals per step (more at a low rate, up to max_step_s, so that a step sends min_queries), grace after it, steps per target at most. */
+      step_s: number;
+      max_step_s: number;
+      min_queries: number;
+      grace_s: number;
+      max_steps: number;
+      direct_qps: Record<string, number>;
+      protocols: Record<string, { qps: number; direct: string; direct_qps: number | null; vs_direct: number | null }>;
+    }
+  >;
+  how: string;
+  run: Ratio["run"];
+}
+
+/** Saturated HTTP queries/s of the tiny model by frontend processes (FRONTEND_PROCESSES), by path. */
+export interface FrontendProcessesSummary {
+  model: string;
+  /** Path → process count → queries/s (median over rotations). */
+  qps: Record<string, Record<string, number>>;
+  /** Path → process count → queries/s ÷ with one process (median of within-rotation ratios). */
+  vs_one: Record<string, Record<string, number | null>>;
+  /** Path → process count → (queries/s − with one) ÷ the processes added. */
+  per_added_process_qps: Record<string, Record<string, number | null>>;
+  run: Ratio["run"];
+}
+
 const r3 = (x: number): number => Math.round(x * 1000) / 1000;
+
+/** The server scenario of a serving run, or null when it has none (results written before it was measured). */
+export function serverScenarioSummary(serving: Envelope<ServingResult>): ServerScenarioSummary | null {
+  const s = serving.result;
+  if (!s) return null;
+  const models: ServerScenarioSummary["models"] = {};
+  for (const m of [s.models.small, s.models.rec]) {
+    const sc = m.serverScenario;
+    if (!sc) continue;
+    const protocols: ServerScenarioSummary["models"][string]["protocols"] = {};
+    const direct: Record<string, number> = {};
+    for (const [name, t] of Object.entries(sc.targets)) {
+      const reference = sc.reference?.[name];
+      if (reference === undefined) direct[name] = t.maxQps;
+      else protocols[name] = { qps: t.maxQps, direct: reference, direct_qps: sc.targets[reference]?.maxQps ?? null, vs_direct: sc.vsDirect[name] ?? null };
+    }
+    models[m.model] = { bound_ms: sc.boundMs, step_s: sc.stepS, max_step_s: sc.maxStepS, min_queries: sc.minQueries, grace_s: sc.graceS, max_steps: sc.maxSteps, direct_qps: direct, protocols };
+  }
+  if (Object.keys(models).length === 0) return null;
+  return {
+    models,
+    how: "the highest Poisson arrival rate (open loop, seeded) at which p99 latency, over every query sent in a step (step_s, longer at a low rate so that it sends min_queries; a query failed or unanswered grace_s after the step counts as over), stays within the model's bound (bound_ms); bracketed from a third of the saturated closed-loop rate, then bisected, at most max_steps steps per target (0, not searched: a path whose low-load p50 is over the bound); vs_direct: ÷ the one-process direct server's rate in the same encoding (HTTP JSON: direct; HTTP binary and NATS: direct-bin, the binary tensor extension)",
+    run: { command: serving.command, date: serving.date, quick: serving.quick, loadAvgAtStart: serving.machine.loadAvgAtStart },
+  };
+}
+
+/** The frontend-process figures of a serving run measured with `--frontends`, or null. */
+export function frontendProcessesSummary(serving: Envelope<ServingResult> | null): FrontendProcessesSummary | null {
+  const f = serving?.result?.frontends;
+  if (!serving || !f) return null;
+  const qps: FrontendProcessesSummary["qps"] = {};
+  for (const [path, byCount] of Object.entries(f.paths)) qps[path] = Object.fromEntries(Object.entries(byCount).map(([n, x]) => [n, x.qps]));
+  return { model: f.model, qps, vs_one: f.vsOne, per_added_process_qps: f.perAddedProcessQps, run: { command: serving.command, date: serving.date, quick: serving.quick, loadAvgAtStart: serving.machine.loadAvgAtStart } };
+}
 
 /** Sum of a target's CPU µs per query over the given processes (those that have a figure). */
 function cpuOver(perQuery: Record<string, number> | undefined, processes: readonly string[]): number | null {
@@ -84,7 +157,7 @@ function cpuOver(perQuery: Record<string, number> | undefined, processes: readon
  * Latencies are low-load p50s; "added" is over raw onnxruntime's p50. HTTP is the JSON path (what
  * the issue measured), except ocr-rec's, which is the binary extension (issue 11's must-show).
  */
-export function servingRatios(serving: Envelope<ServingResult>): Record<RatioName, Ratio> | null {
+export function servingRatios(serving: Envelope<ServingResult>): Summary["ratios"] {
   const s = serving.result;
   if (!s) return null;
   const run = { command: serving.command, date: serving.date, quick: serving.quick, loadAvgAtStart: serving.machine.loadAvgAtStart };
@@ -124,6 +197,7 @@ export function servingRatios(serving: Envelope<ServingResult>): Record<RatioNam
     tiny_http_qps_vs_direct: ratio(tp.vsDirect.http, { ge: 0.8 }, `${small.model} saturated: HTTP JSON queries/s / direct server's, median of within-rotation ratios (${tp.targets.http?.qps} / ${tp.targets.direct?.qps} queries/s, medians)`),
     ocr_rec_nats_vs_raw: ratio(rec.vsRaw.nats, { ge: 0.8 }, `ocr-rec saturated: NATS path queries/s / raw onnxruntime batch 8, median of within-rotation ratios (${rec.targets.nats?.qps} / ${rec.rawB8Qps} queries/s, medians)`),
     ocr_rec_http_vs_raw: ratio(rec.vsRaw["http-bin"], { ge: 0.8 }, `ocr-rec saturated: HTTP with the binary tensor extension queries/s / raw onnxruntime batch 8, median of within-rotation ratios (${rec.targets["http-bin"]?.qps} / ${rec.rawB8Qps} queries/s, medians; HTTP JSON: ${rec.vsRaw.http})`),
+    server_scenario_qps: serverScenarioSummary(serving),
   };
 }
 
@@ -193,6 +267,7 @@ export function buildSummary(
     throughput_vs_direct: s ? perModel(s, (m) => ({ http: m.throughput.vsDirect.http ?? null, "http-bin": m.throughput.vsDirect["http-bin"] ?? null, nats: m.throughput.vsDirect.nats ?? null })) : null,
     small_model_qps: smallQps,
     ratios: serving ? servingRatios(serving) : null,
+    frontend_processes: frontendProcessesSummary(serving),
     selection_p99_us: selection?.result?.p99UsAt1000 ?? null,
     estimator_hour_ms: estimator?.result?.hourMs ?? null,
     sim_hour_1000qps_s: sim?.result?.hourS ?? null,

@@ -143,6 +143,8 @@ job "sloserve-nats" {
                     "infer.model.*",
                     "infer.variant.*",
                     "infer.pipeline.*",
+                    "infer.app.*.admitted",
+                    "infer.model.*.admitted",
                     "registry.request.>",
                     "$JS.API.STREAM.MSG.GET.OBJ_models",
                     "$JS.API.DIRECT.GET.OBJ_models",
@@ -164,6 +166,8 @@ job "sloserve-nats" {
                     "$JS.API.CONSUMER.MSG.NEXT.EVENTS.>",
                     "$JS.ACK.EVENTS.>",
                     "$JS.API.STREAM.MSG.GET.METRICS",
+                    "quota.changed.*",
+                    "quota.demand.*",
                     "events.bus.reconnected"
                   ] }
                   subscribe: { allow: [
@@ -175,7 +179,9 @@ job "sloserve-nats" {
                     "forecast.*",
                     "decision.>",
                     "events.bus.reconnected",
-                    "presence.dispatcher.*"
+                    "presence.dispatcher.*",
+                    "quota.changed.*",
+                    "quota.demand.*"
                   ] }
                 }
               }
@@ -215,6 +221,7 @@ job "sloserve-nats" {
                     "metrics.arrivals.*",
                     "metrics.pipeline.*",
                     "presence.dispatcher.*",
+                    "quota.demand.*",
                     "registry.event.pipeline.registered.*",
                     "registry.event.pipeline.unregistered.*",
                     "$JS.API.CONSUMER.CREATE.QUERIES",
@@ -243,6 +250,8 @@ job "sloserve-nats" {
                     "infer.model.*",
                     "infer.variant.*",
                     "infer.pipeline.*",
+                    "infer.app.*.admitted",
+                    "infer.model.*.admitted",
                     "registry.request.pipeline.register",
                     "registry.request.pipeline.unregister",
                     "registry.request.pipeline.list",
@@ -252,7 +261,9 @@ job "sloserve-nats" {
                     "forecast.*",
                     "events.spot.*",
                     "events.bus.reconnected",
-                    "presence.dispatcher.*"
+                    "presence.dispatcher.*",
+                    "quota.changed.*",
+                    "quota.demand.*"
                   ] }
                 }
               }

@@ -8,3 +8,4 @@ export * from "./resend.js";
 export * from "./outbound.js";
 export * from "./inbound.js";
 export * from "./backoff.js";
+export * from "./quota-sync.js";

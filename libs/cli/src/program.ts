@@ -6,6 +6,7 @@ import { infer } from "./infer.js";
 import { deletePipeline, inferPipeline, listPipelines, registerPipeline, showPipeline } from "./pipelines.js";
 import { listApps, listDecisions, listModels, listVariants, listWorkers, showCost } from "./views.js";
 import { simList, simRun } from "./sim.js";
+import { deleteQuota, getQuota, setQuota } from "./quotas.js";
 
 /**
  * `sloserve`: the command line of the frontend's HTTP API (`--url`, default http://localhost:8080, or
@@ -142,6 +143,26 @@ export function buildProgram(): Command {
     .option("--content-type <type>", "the file's media type (default: from its extension)")
     .option("-p, --param <name=value>", "a pipeline parameter (repeatable), e.g. threshold=0.95", collect)
     .action(act(async (api, out, name: string, o: Parameters<typeof inferPipeline>[3]) => inferPipeline(api, out, name, o)));
+
+  const quota = program.command("quota").description("an app's quota: rate, burst and queries in flight; over it queries are refused at once (HTTP 429)");
+  quota
+    .command("set")
+    .description("set (or replace) an app's quota (an admin key with access control on)")
+    .argument("<app>")
+    .requiredOption("--rate <qps>", "queries per second the app may send", positive("--rate"))
+    .requiredOption("--burst <n>", "queries admitted at once above the rate", positiveInt("--burst"))
+    .requiredOption("--concurrency <n>", "the app's queries in flight at once", positiveInt("--concurrency"))
+    .action(act(async (api, out, app: string, o: { rate: number; burst: number; concurrency: number }) => setQuota(api, out, app, o)));
+  quota
+    .command("get")
+    .description("an app's quota")
+    .argument("<app>")
+    .action(act(async (api, out, app: string) => getQuota(api, out, app)));
+  quota
+    .command("delete")
+    .description("remove an app's quota (an admin key with access control on)")
+    .argument("<app>")
+    .action(act(async (api, out, app: string) => deleteQuota(api, out, app)));
 
   program
     .command("workers")

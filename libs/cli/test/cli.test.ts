@@ -31,7 +31,7 @@ describe("cli", () => {
   it("cli - --help lists the commands and exits 0", async () => {
     const r = await sloserve(["--help"]);
     expect(r.code).toBe(0);
-    for (const c of ["register", "apps", "models", "variants", "infer", "pipelines", "workers", "decisions", "cost", "sim"]) expect(r.stdout).toMatch(new RegExp(`^  ${c}\\b`, "m"));
+    for (const c of ["register", "apps", "models", "variants", "infer", "pipelines", "quota", "workers", "decisions", "cost", "sim"]) expect(r.stdout).toMatch(new RegExp(`^  ${c}\\b`, "m"));
     expect(r.stdout).toMatch(/SLOSERVE_URL/);
   }, 120_000);
 
@@ -57,6 +57,9 @@ describe("cli", () => {
       { args: ["register", "a", "m", badJson, "--profile-shape", "{x", "--url", url], code: 2, message: /--profile-shape must be JSON/ },
       { args: ["pipelines", "register", badJson, "--url", url], code: 2, message: /pipeline spec .*bad\.json is not valid JSON/ },
       { args: ["models", "--url", "not a url"], code: 2, message: /--url "not a url" is not a URL/ },
+      { args: ["quota", "set", "digits", "--rate", "0", "--burst", "1", "--concurrency", "1"], code: 2, message: /--rate must be a positive number/ },
+      { args: ["quota", "set", "digits", "--rate", "5", "--concurrency", "1"], code: 2, message: /required option '--burst <n>' not specified/ },
+      { args: ["quota", "get", "digits", "--url", url], code: 3, message: /cannot reach/ },
     ];
     const runs = await Promise.all(cases.map((c) => sloserve(c.args, { SLOSERVE_URL: url })));
     for (const [i, c] of cases.entries()) {

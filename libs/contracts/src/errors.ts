@@ -37,6 +37,13 @@ export const ErrorCode = {
   forbidden: "forbidden",
   /** An API key id that names no key (key management). */
   unknownKey: "unknown_key",
+  /**
+   * The app is over its quota (libs/policy access/quota.ts): its rate (`details.limit` "rate_qps") or its
+   * queries in flight ("max_concurrency"); `details.retry_after_s` says when to try again (HTTP `Retry-After`).
+   */
+  quotaExceeded: "quota_exceeded",
+  /** An app without a quota (`GET /v1/apps/{app}/quota`). */
+  unknownQuota: "unknown_quota",
   internal: "internal",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -70,6 +77,8 @@ const httpStatusByCode: Record<ErrorCode, number> = {
   unauthenticated: 401,
   forbidden: 403,
   unknown_key: 404,
+  quota_exceeded: 429,
+  unknown_quota: 404,
   internal: 500,
 };
 

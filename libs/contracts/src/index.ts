@@ -13,3 +13,4 @@ export * from "./access.js";
 export * from "./nats-permissions.js";
 export * from "./calibration.js";
 export * from "./triton.js";
+export * from "./quotas.js";

@@ -87,6 +87,10 @@ function writeModels(): string[] {
 const every = "*";
 const queries = [subjects.inferApp(every), subjects.inferModel(every), subjects.inferVariant(every), subjects.inferPipeline(every)];
 const registryRequests = "registry.request.>";
+/** Queries a frontend admitted under their app's quota: published by frontends only, so that no other caller skips its quota. */
+const admittedQueries = [subjects.inferAppAdmittedAll, subjects.inferModelAdmittedAll];
+/** Quota changes and the admitting processes' demand reports (libs/policy access/quota.ts). */
+const quotaSubjects = [subjects.quotaChangedAll, subjects.quotaDemandAll];
 
 function unique(list: string[]): string[] {
   return [...new Set(list)];
@@ -94,8 +98,8 @@ function unique(list: string[]): string[] {
 
 const table: Record<NatsRole, NatsPermissions> = {
   frontend: {
-    publish: [...setUp(), ...queries, registryRequests, ...writeModels(), ...consumers(streams.events.name), `${JS}.STREAM.MSG.GET.${streams.metrics.name}`],
-    subscribe: [INBOX, subjects.registryEvents, subjects.arrivalsAll, subjects.workerMetricsAll, subjects.costSummary, subjects.forecastAll, subjects.decisionsAll, subjects.busReconnected, subjects.dispatcherPresenceAll],
+    publish: [...setUp(), ...queries, ...admittedQueries, registryRequests, ...writeModels(), ...consumers(streams.events.name), `${JS}.STREAM.MSG.GET.${streams.metrics.name}`, ...quotaSubjects],
+    subscribe: [INBOX, subjects.registryEvents, subjects.arrivalsAll, subjects.workerMetricsAll, subjects.costSummary, subjects.forecastAll, subjects.decisionsAll, subjects.busReconnected, subjects.dispatcherPresenceAll, ...quotaSubjects],
   },
   dispatcher: {
     publish: [
@@ -108,12 +112,28 @@ const table: Record<NatsRole, NatsPermissions> = {
       subjects.arrivals(every),
       subjects.pipelineMetrics(every),
       subjects.dispatcherPresence(every),
+      subjects.quotaDemandAll,
       subjects.pipelineRegistered(every),
       subjects.pipelineUnregistered(every),
       ...consumers(streams.queries.name),
       ...readModels(),
     ],
-    subscribe: [INBOX, ...queries, subjects.registerPipeline, subjects.unregisterPipeline, subjects.listPipelines, subjects.registryEvents, subjects.stateAll, subjects.workerMetricsAll, subjects.forecastAll, subjects.spotNoticeAll, subjects.busReconnected, subjects.dispatcherPresenceAll],
+    subscribe: [
+      INBOX,
+      ...queries,
+      ...admittedQueries,
+      subjects.registerPipeline,
+      subjects.unregisterPipeline,
+      subjects.listPipelines,
+      subjects.registryEvents,
+      subjects.stateAll,
+      subjects.workerMetricsAll,
+      subjects.forecastAll,
+      subjects.spotNoticeAll,
+      subjects.busReconnected,
+      subjects.dispatcherPresenceAll,
+      ...quotaSubjects,
+    ],
   },
   registrar: {
     publish: [

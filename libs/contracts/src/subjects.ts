@@ -14,6 +14,14 @@ export const subjects = {
   /** Pipeline query (request/reply, dispatcher queue group): runs the pipeline's DAG of stages. */
   inferPipeline: (pipeline: string) => `infer.pipeline.${pipeline}`,
   inferAll: "infer.>",
+  /**
+   * A query on `infer.app.<app>` or `infer.model.<model>` that a frontend has admitted under its app's
+   * quota (libs/policy access/quota.ts): the dispatcher routes it without charging the quota again. Only
+   * frontends may publish these (nats-permissions.ts), so a NATS caller cannot skip its app's quota.
+   */
+  admitted: (inferSubject: string) => `${inferSubject}.admitted`,
+  inferAppAdmittedAll: "infer.app.*.admitted",
+  inferModelAdmittedAll: "infer.model.*.admitted",
   /** JetStream work queue of one variant; every replica pulls from the same durable consumer. */
   queue: (variant: string) => `q.${variant}`,
   /** Per-second worker metrics and heartbeat. */
@@ -79,6 +87,15 @@ export const subjects = {
    */
   dispatcherPresence: (dispatcher: string) => `presence.dispatcher.${dispatcher}`,
   dispatcherPresenceAll: "presence.dispatcher.*",
+  /** An app's quota was set or removed (core NATS, payload quotaChangeSchema): every frontend and dispatcher applies it at once. */
+  quotaChanged: (app: string) => `quota.changed.${app}`,
+  quotaChangedAll: "quota.changed.*",
+  /**
+   * Each admitting process's demand per app, every 500 ms (core NATS, payload quotaDemandReportSchema):
+   * the processes share each app's quota out by it (libs/policy access/quota.ts).
+   */
+  quotaDemand: (process: string) => `quota.demand.${process}`,
+  quotaDemandAll: "quota.demand.*",
 } as const;
 
 export const streams = {
@@ -113,6 +130,13 @@ export const MODEL_BUCKET = "models";
 /** Queue group that dispatchers share, so that each query reaches one dispatcher. */
 export const DISPATCHER_QUEUE = "dispatchers";
 export const REGISTRAR_QUEUE = "registrars";
+
+/**
+ * The deadline the dispatcher gives a query whose caller set none (no `x-deadline-ms`), ms after it
+ * arrives: the executor sheds it, and the function pool gives up on it, only then. A model-less
+ * query's SLO decides where it goes (overflow), not when it is given up.
+ */
+export const DEFAULT_QUERY_TIMEOUT_MS = 30_000;
 
 /** Header names carried across NATS hops. */
 export const headers = {

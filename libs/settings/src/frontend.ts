@@ -15,6 +15,9 @@ export const frontendSettings = commonEnvSchema.extend({
   AUTH_CACHE_MS: z.coerce.number().int().min(0).default(5000).describe("How long a checked key is trusted before Redis is read again (a key revoked through another frontend), ms."),
   TLS_CERT_FILE: z.string().min(1).optional().meta({ description: "HTTPS and gRPC over TLS: PEM certificate chain and private key files (both or neither).", defaultText: "unset (plain HTTP and gRPC)" }),
   TLS_KEY_FILE: z.string().min(1).optional().describe("The private key of TLS_CERT_FILE (PEM)."),
+  FRONTEND_PROCESSES: z.coerce.number().int().min(1).max(64).default(1).describe(
+    "Frontend processes sharing HTTP_PORT and GRPC_PORT (Node's cluster: a primary forks them, spreads connections round-robin, forks another when one dies, and on SIGTERM stops them, each draining its requests); `npm start -- --frontends N`. `/metrics` and Triton's statistics answer with every process's counts summed; the dashboard, catalog and key cache are each process's own view of the bus and Redis.",
+  ),
 }).superRefine((o, ctx) => {
   if (o.AUTH && !o.SLOSERVE_ADMIN_KEY) ctx.addIssue({ code: "custom", path: ["SLOSERVE_ADMIN_KEY"], message: "AUTH=true needs SLOSERVE_ADMIN_KEY, the bootstrap admin key (e.g. openssl rand -hex 32)" });
   if ((o.TLS_CERT_FILE === undefined) !== (o.TLS_KEY_FILE === undefined)) ctx.addIssue({ code: "custom", path: ["TLS_CERT_FILE"], message: "give both TLS_CERT_FILE and TLS_KEY_FILE, or neither" });

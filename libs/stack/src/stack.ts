@@ -15,6 +15,8 @@ export interface StackOptions {
   httpPort?: number;
   /** The frontend's Open Inference Protocol gRPC port; 0 picks a free one. @default 0 */
   grpcPort?: number;
+  /** Frontend processes on those ports (FRONTEND_PROCESSES; Node's cluster, services/frontend processes.ts). @default 1 */
+  frontendProcesses?: number;
   /** How many executor-cpu workers to start. @default 1 */
   cpuWorkers?: number;
   /** Threads per executor-cpu worker (the stack's and those the vm-autoscaler launches). */
@@ -184,7 +186,12 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       ...(options.logTo ? {} : { EXECUTOR_LOG_FILE: logPath }),
       ...options.vmAutoscalerEnv,
     });
-    const frontend = await start("frontend", { HTTP_PORT: String(options.httpPort ?? 0), HTTP_HOST: "127.0.0.1", GRPC_PORT: String(options.grpcPort ?? 0) });
+    const frontend = await start("frontend", {
+      HTTP_PORT: String(options.httpPort ?? 0),
+      HTTP_HOST: "127.0.0.1",
+      GRPC_PORT: String(options.grpcPort ?? 0),
+      ...(options.frontendProcesses ? { FRONTEND_PROCESSES: String(options.frontendProcesses) } : {}),
+    });
     // https when the frontend serves TLS (TLS_CERT_FILE and TLS_KEY_FILE in `env`).
     result.httpUrl = `${frontend.info.tls === true ? "https" : "http"}://127.0.0.1:${String(frontend.info.port)}`;
     result.grpcAddress = `127.0.0.1:${String(frontend.info.grpcPort)}`;

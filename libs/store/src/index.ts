@@ -1,3 +1,4 @@
 export * from "./store.js";
 export * from "./catalog.js";
 export * from "./api-keys.js";
+export * from "./quotas.js";

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Msg, MsgHdrs } from "@nats-io/transport-node";
 import type { Consumer, JsMsg } from "@nats-io/jetstream";
 import {
+  DEFAULT_QUERY_TIMEOUT_MS,
   ErrorCode,
   ServeError,
   bytesPerElement,
@@ -49,6 +50,7 @@ import type { SelectionView } from "./selection-view.js";
 import type { ArrivalCounter } from "./arrivals.js";
 import type { OverflowPath } from "./overflow.js";
 import type { DispatcherMetrics } from "./metrics.js";
+import type { DispatcherQuotas } from "./quotas.js";
 import type { PublishGaveUp } from "./publish-retry.js";
 import { AckedPublisher } from "./queue-publisher.js";
 import { QueueCoalescer } from "./queue-coalescer.js";
@@ -56,8 +58,8 @@ import { QueueCoalescer } from "./queue-coalescer.js";
 /** How often a rescue looks again for queries an unloaded replica held (a little over the executors' 2 s ack wait, libs/executor ACK_WAIT_MS). */
 const RESCUE_RECHECK_MS = 2_500;
 
-/** Default time a query may take end to end when the caller gives no deadline. */
-export const DEFAULT_TIMEOUT_MS = 30_000;
+/** Default time a query may take end to end when the caller gives no deadline (libs/contracts DEFAULT_QUERY_TIMEOUT_MS). */
+export const DEFAULT_TIMEOUT_MS = DEFAULT_QUERY_TIMEOUT_MS;
 
 /**
  * Converts a query's payload into the binary tensor encoding, checking it against the model's
@@ -101,13 +103,28 @@ export class Dispatcher {
     private readonly metrics?: DispatcherMetrics,
     /** Whether small queries pending for a variant share a queue message (QUEUE_COALESCE). */
     private readonly coalesce = true,
+    /** Apps' quotas for NATS callers' queries (quotas.ts); undefined: not enforced here. */
+    private readonly quotas?: DispatcherQuotas,
   ) {}
 
   /**
+   * Charges a NATS caller's query to its app's quota before it is read or counted as an arrival
+   * (quotas.ts); throws `quota_exceeded` when over. A query a frontend admitted (`….admitted`) or one
+   * without an inbox (refused later as not a request) is not charged.
+   */
+  private charge(msg: Msg, app: string, nowMs: number, charged: boolean): void {
+    if (!charged || !this.quotas?.hasQuota(app) || !msg.reply) return;
+    const given = Number(msg.headers?.get(headers.deadline));
+    this.quotas.charge(app, msg.reply, nowMs, given > 0 ? given : nowMs + DEFAULT_TIMEOUT_MS);
+  }
+
+  /**
    * Once a second: forgets workers whose heartbeat is lost (and pre-warms functions for the load they
-   * carried, when overflow is on), and returns the arrival reports to publish.
+   * carried, when overflow is on), gives back the quota slots of queries whose answer was never seen,
+   * and returns the arrival reports to publish.
    */
   tick(nowMs: number): ArrivalsReport[] {
+    this.quotas?.sweep(nowMs);
     const lost = this.cluster.prune(nowMs);
     for (const r of lost) this.log.warn({ worker: r.worker, variants: r.variants.map((v) => v.variant) }, "worker heartbeat lost");
     if (lost.length > 0 && this.overflow) void this.overflow.capacityLost(lost);
@@ -316,10 +333,11 @@ export class Dispatcher {
     this.pendingLoads.delete(variant);
   }
 
-  async handleModelQuery(msg: Msg, modelName: string): Promise<void> {
+  async handleModelQuery(msg: Msg, modelName: string, charged = true): Promise<void> {
     const model = this.catalog.models.get(modelName) ?? (await this.catalog.getModel(modelName));
     if (!model) throw new ServeError(ErrorCode.unknownModel, `no model named '${modelName}'`);
     const now = this.clock.now();
+    this.charge(msg, model.app, now, charged);
     const { payload, json } = normalisePayload(msg, model.inputs);
     const decision = routeModelQuery(this.candidates(model, now));
     if (decision.kind === "none") throw new ServeError(ErrorCode.noCapacity, `model '${modelName}' cannot be served now: ${decision.reason}`);
@@ -337,11 +355,12 @@ export class Dispatcher {
    * selection index picks the variant. Requirements come from the JSON body's `slo` or, for binary
    * queries, from the x-slo-* headers.
    */
-  async handleAppQuery(msg: Msg, app: string): Promise<void> {
+  async handleAppQuery(msg: Msg, app: string, charged = true): Promise<void> {
     const models = this.catalog.modelsOfApp(app);
     const first = models[0];
     if (!first) throw new ServeError(ErrorCode.unknownApp, `no app named '${app}' (it has no models)`);
     const now = this.clock.now();
+    this.charge(msg, app, now, charged);
     const { payload, json, body, inputElements } = normalisePayload(msg, first.inputs);
     const slo = json ? body?.["slo"] : {
       latency_ms: Number(msg.headers?.get(headers.sloLatencyMs)),
@@ -391,6 +410,7 @@ export class Dispatcher {
     if (!variant) throw new ServeError(ErrorCode.unknownVariant, `no variant named '${variantName}'`);
     const model = (this.catalog.models.get(variant.model) ?? (await this.catalog.getModel(variant.model))) as ModelRecord;
     const now = this.clock.now();
+    this.charge(msg, model.app, now, true);
     const { payload, json } = normalisePayload(msg, model.inputs);
     const c = routeCandidate(variant, this.view(variant, now), now);
     if (c.activeInstances === 0 && c.loadingInstances === 0) {
@@ -462,10 +482,15 @@ export class Dispatcher {
     if (this.log.isLevelEnabled("debug")) this.log.debug({ requestId, variant: variant.name, slo, decidedAtMs: nowMs, overflow: decision?.reason }, "query routed");
   }
 
-  /** Entry point for `infer.model.*` and `infer.variant.*` messages; never throws. */
+  /**
+   * Entry point for `infer.app.*`, `infer.model.*` and `infer.variant.*` messages, and for the
+   * `infer.app.*.admitted` and `infer.model.*.admitted` of queries a frontend admitted under their
+   * app's quota (not charged again); never throws.
+   */
   handle(msg: Msg): void {
-    const [, kind, name] = msg.subject.split(".");
-    const work = kind === "app" ? this.handleAppQuery(msg, name ?? "") : kind === "model" ? this.handleModelQuery(msg, name ?? "") : this.handleVariantQuery(msg, name ?? "");
+    const [, kind, name, admitted] = msg.subject.split(".");
+    const charged = admitted !== "admitted";
+    const work = kind === "app" ? this.handleAppQuery(msg, name ?? "", charged) : kind === "model" ? this.handleModelQuery(msg, name ?? "", charged) : this.handleVariantQuery(msg, name ?? "");
     work.catch((err) => {
       const requestId = msg.headers?.get(headers.requestId) || undefined;
       if (!(err instanceof ServeError) || err.code === ErrorCode.internal) this.log.error({ err, requestId }, "dispatch failed");

@@ -1,6 +1,7 @@
 import { DISPATCHER_QUEUE, subjects } from "@sloserve/contracts";
-import { connectBus, runService, systemClock, type DispatcherPresence } from "@sloserve/bus";
-import { Catalog, MetadataStore } from "@sloserve/store";
+import { connectBus, runService, startQuotaSync, systemClock, type DispatcherPresence } from "@sloserve/bus";
+import { QuotaAdmission } from "@sloserve/policy";
+import { Catalog, MetadataStore, QuotaStore } from "@sloserve/store";
 import { randomBytes } from "node:crypto";
 import { ClusterView } from "./cluster.js";
 import { SelectionView } from "./selection-view.js";
@@ -14,6 +15,7 @@ import { BusStageBackend, PipelineRegistry, PipelineService } from "./pipelines.
 import { PipelineStats } from "./pipeline-stats.js";
 import { builtinSteps } from "./builtin-steps.js";
 import { DispatcherMetrics } from "./metrics.js";
+import { DispatcherQuotas } from "./quotas.js";
 import { startServiceMetrics } from "@sloserve/metrics";
 
 /**
@@ -41,7 +43,9 @@ await runService("dispatcher", process.env, async (log) => {
     breaker.onStateChange((change) => dispatcherMetrics.breaker(change));
   });
   const overflow = functions ? new OverflowPath(functions, bus, cluster, catalog, arrivals, log, clock) : undefined;
-  const dispatcher = new Dispatcher(bus, catalog, cluster, selection, arrivals, log, clock, overflow, dispatcherMetrics, options.QUEUE_COALESCE);
+  // Apps' quotas for NATS callers: this dispatcher's share, kept current on the bus (quotas.ts).
+  const quotas = new DispatcherQuotas(new QuotaAdmission(id, "dispatcher", clock.now()), bus.nc, dispatcherMetrics);
+  const dispatcher = new Dispatcher(bus, catalog, cluster, selection, arrivals, log, clock, overflow, dispatcherMetrics, options.QUEUE_COALESCE, quotas);
   const views = { catalog, cluster, selection };
   // Subscribe before reading the snapshot so nothing falls between the two.
   const subs = followEvents(bus, views, dispatcher, clock, log, overflow);
@@ -54,6 +58,8 @@ await runService("dispatcher", process.env, async (log) => {
   const pipelines = new PipelineService(bus, store, pipelineRegistry, new PipelineStats(clock.now(), id), new BusStageBackend(bus, clock), log, clock);
   pipelines.start();
   await pipelineRegistry.load();
+  const quotaStore = new QuotaStore(store.redis);
+  const quotaSync = await startQuotaSync(bus.nc, quotas.admission, { load: () => quotaStore.list(), clock, log });
   // Every second: arrivals, and the heartbeat whose silence makes callers send again what this held.
   const presence = (leaving: boolean): void => {
     const p: DispatcherPresence = { dispatcher: id, at_ms: clock.now(), every_ms: 1000, ...(leaving ? { leaving } : {}) };
@@ -69,11 +75,15 @@ await runService("dispatcher", process.env, async (log) => {
     bus.nc.subscribe("infer.app.*", { queue: DISPATCHER_QUEUE, callback: (_err, msg) => dispatcher.handle(msg) }),
     bus.nc.subscribe("infer.model.*", { queue: DISPATCHER_QUEUE, callback: (_err, msg) => dispatcher.handle(msg) }),
     bus.nc.subscribe("infer.variant.*", { queue: DISPATCHER_QUEUE, callback: (_err, msg) => dispatcher.handle(msg) }),
+    // Queries a frontend admitted under their app's quota.
+    bus.nc.subscribe(subjects.inferAppAdmittedAll, { queue: DISPATCHER_QUEUE, callback: (_err, msg) => dispatcher.handle(msg) }),
+    bus.nc.subscribe(subjects.inferModelAdmittedAll, { queue: DISPATCHER_QUEUE, callback: (_err, msg) => dispatcher.handle(msg) }),
   ];
   return {
     info: { dispatcher: id, models: catalog.models.size, workers: cluster.workers.size, overflow: functions?.name ?? "off", metricsPort: metrics.port },
     async stop() {
       clearInterval(ticker);
+      quotaSync.stop();
       pipelines.stop();
       for (const s of [...queries, ...subs]) s.unsubscribe();
       presence(true);

@@ -8,14 +8,16 @@ const BREAKER_STATE_VALUE: Record<BreakerState, number> = { closed: 0, "half-ope
 /**
  * The dispatcher's Prometheus metrics (docs/METRICS.md "dispatcher"): every query it routed, by app,
  * model, variant and route (queue: the variant's JetStream queue; overflow: a function); every query
- * it refused, by kind and error code; and, from its per-second arrival reports, the overflow's outcomes
- * and dollars and the tightest latency SLO per model.
+ * it refused, by kind and error code, and those refused for their app's quota, by app and limit; and,
+ * from its per-second arrival reports, the overflow's outcomes and dollars and the tightest latency SLO
+ * per model.
  *
  * On the query path: one increment of a child bound once per variant, no label set per query.
  */
 export class DispatcherMetrics {
   private readonly queries: client.Counter<"app" | "model" | "variant" | "route">;
   private readonly refused: client.Counter<"kind" | "code">;
+  private readonly quotaRefusals: client.Counter<"app" | "reason">;
   private readonly overflow: client.Counter<"app" | "outcome">;
   private readonly overflowCost: client.Counter<"app">;
   private readonly sloTarget: client.Gauge<"app" | "model">;
@@ -28,6 +30,7 @@ export class DispatcherMetrics {
     const registers = [registry];
     this.queries = new client.Counter({ name: "sloserve_dispatcher_queries_total", help: "Queries routed, by app, model, variant and route (queue: the variant's queue; overflow: a function)", labelNames: ["app", "model", "variant", "route"], registers });
     this.refused = new client.Counter({ name: "sloserve_dispatcher_refused_total", help: "Queries refused by the dispatcher, by kind (app, model, variant) and error code", labelNames: ["kind", "code"], registers });
+    this.quotaRefusals = new client.Counter({ name: "sloserve_quota_refused_total", help: "Queries refused because their app was over its quota, by app and the limit (rate_qps, max_concurrency)", labelNames: ["app", "reason"], registers });
     this.overflow = new client.Counter({ name: "sloserve_overflow_queries_total", help: "Queries sent to a function provider (serverless overflow), by app and outcome (served, failed)", labelNames: ["app", "outcome"], registers });
     this.overflowCost = new client.Counter({ name: "sloserve_overflow_cost_dollars_total", help: "What the function invocations of overflowed queries cost", labelNames: ["app"], registers });
     this.sloTarget = new client.Gauge({ name: "sloserve_slo_target_seconds", help: "The tightest latency SLO among the model's queries in the last report period", labelNames: ["app", "model"], registers });
@@ -49,6 +52,11 @@ export class DispatcherMetrics {
   /** A query refused with an error (the error path: a label set per call is fine). */
   refusedQuery(kind: string, code: string): void {
     this.refused.inc({ kind, code });
+  }
+
+  /** A query refused for its app's quota (`reason`: the limit, rate_qps or max_concurrency). */
+  quotaRefused(app: string, reason: string): void {
+    this.quotaRefusals.inc({ app, reason });
   }
 
   loadRequested(hardware: string): void {

@@ -25,6 +25,8 @@ import { SelectionView } from "../src/selection-view.js";
 import { ArrivalCounter } from "../src/arrivals.js";
 import { Dispatcher } from "../src/dispatch.js";
 import { followEvents } from "../src/events.js";
+import { DispatcherQuotas, SLOT_GRACE_MS } from "../src/quotas.js";
+import { QuotaAdmission } from "@sloserve/policy";
 
 /**
  * The dispatcher shell on a real nats-server (JetStream) and redis-server, with a manual clock: its
@@ -74,12 +76,12 @@ afterEach(() => {
   running = undefined;
 });
 
-/** A dispatcher as main.ts wires it, with a manual clock. */
-function startDispatcher(clock = new ManualClock(T0)) {
+/** A dispatcher as main.ts wires it, with a manual clock (and apps' quotas with `quotas`). */
+function startDispatcher(clock = new ManualClock(T0), quotas?: DispatcherQuotas) {
   const catalog = new Catalog(store);
   const cluster = new ClusterView();
   const selection = new SelectionView();
-  const dispatcher = new Dispatcher(bus, catalog, cluster, selection, new ArrivalCounter(clock.now(), "test"), log, clock);
+  const dispatcher = new Dispatcher(bus, catalog, cluster, selection, new ArrivalCounter(clock.now(), "test"), log, clock, undefined, undefined, true, quotas);
   const subs = [
     ...followEvents(bus, { catalog, cluster, selection }, dispatcher, clock, log),
     bus.nc.subscribe("infer.>", { callback: (_e, m) => dispatcher.handle(m) }),
@@ -551,5 +553,77 @@ describe("dispatcher - the cluster view placement reads", () => {
     expect(c.workerViews().map((w) => w.worker)).toEqual(["w1"]);
     expect(c.servingInstances("v-a")).toBe(1);
     expect(c.hasLiveWorker("cpu", T0 + 500)).toBe(true);
+  });
+});
+
+// ------------------------------------------------------------------ quotas
+
+describe("dispatcher - quotas", () => {
+  /** A dispatcher alone with its quotas (the whole quota is its share), an app `quota-app` with one active variant. */
+  async function quotaSetUp(app: string, quota: { rate_qps: number; burst: number; max_concurrency: number }) {
+    const clock = new ManualClock(T0);
+    const quotas = new DispatcherQuotas(new QuotaAdmission("dispatcher-test", "dispatcher", T0), bus.nc);
+    quotas.admission.setQuota(app, quota, T0);
+    const { dispatcher } = startDispatcher(clock, quotas);
+    const m = model(`${app}-m`, app);
+    const v = variant(`${app}-v`, m);
+    await register(m, [v]);
+    await report(clock, "w1", [{ variant: v.name, state: "active" }]);
+    return { clock, quotas, dispatcher, m, v };
+  }
+
+  it("dispatcher - a NATS caller over its app's rate is refused at once with quota_exceeded; refused queries are no arrivals; a frontend's admitted queries are not charged again", async () => {
+    const { clock, dispatcher, m, v } = await quotaSetUp("qrate", { rate_qps: 1, burst: 1, max_concurrency: 100 });
+    expect((await ask(subjects.inferModel(m.name), body())).variant).toBe(v.name);
+    const refused = await ask(subjects.inferModel(m.name), body());
+    expect(refused.error?.code).toBe("quota_exceeded");
+    expect(refused.error?.error).toBe("app 'qrate' is over its quota's rate_qps of 1 queries/s (quota: 1 queries/s with bursts of 1, 100 in flight): retry after 1 s");
+    expect((refused.error as unknown as { details: Record<string, unknown> }).details).toMatchObject({ app: "qrate", limit: "rate_qps", retry_after_s: 1 });
+    // The same app model-less, and the variant itself: the same bucket.
+    expect((await ask(subjects.inferApp("qrate"), body({ latency_ms: 100 }))).error?.code).toBe("quota_exceeded");
+    expect((await ask(subjects.inferVariant(v.name), body())).error?.code).toBe("quota_exceeded");
+    // A query a frontend admitted comes on the admitted subject: routed, not charged.
+    expect((await ask(subjects.admitted(subjects.inferModel(m.name)), body())).variant).toBe(v.name);
+    expect((await ask(subjects.admitted(subjects.inferApp("qrate")), body({ latency_ms: 100 }))).variant).toBe(v.name);
+    // Arrivals (the autoscalers' and the forecaster's input): the three routed queries, none of the refused ones.
+    clock.advance(1000);
+    expect(dispatcher.tick(clock.now()).find((r) => r.app === "qrate")?.arrivals).toBe(3);
+    // A second later the bucket has a token again.
+    expect((await ask(subjects.inferModel(m.name), body())).variant).toBe(v.name);
+  });
+
+  it("dispatcher - concurrency: a slot is held until a message reaches the caller's inbox, or until the query's deadline has passed", async () => {
+    const { clock, quotas, dispatcher, m, v } = await quotaSetUp("qconc", { rate_qps: 1000, burst: 1000, max_concurrency: 1 });
+    const first = await ask(subjects.inferModel(m.name), body());
+    expect(first.variant).toBe(v.name);
+    const refused = await ask(subjects.inferModel(m.name), body());
+    expect(refused.error?.code).toBe("quota_exceeded");
+    expect(refused.error?.error).toMatch(/^app 'qconc' has 1 queries in flight, its quota's max_concurrency/);
+    // The executor answers the first query's caller: the slot comes back.
+    bus.nc.publish(first.headers?.get(headers.replyTo) ?? "", "answer");
+    await bus.nc.flush();
+    expect(quotas.holding).toBe(0);
+    const second = await ask(subjects.inferModel(m.name), body());
+    expect(second.variant).toBe(v.name);
+    expect((await ask(subjects.inferModel(m.name), body())).error?.code).toBe("quota_exceeded");
+    // The second query's answer never comes: its slot comes back once its deadline (30 s, none given) has passed by the grace.
+    clock.advance(30_000 + SLOT_GRACE_MS - 1);
+    dispatcher.tick(clock.now());
+    expect(quotas.holding).toBe(1);
+    clock.advance(1);
+    dispatcher.tick(clock.now());
+    expect(quotas.holding).toBe(0);
+    await report(clock, "w1", [{ variant: v.name, state: "active" }]);
+    expect((await ask(subjects.inferModel(m.name), body())).variant).toBe(v.name);
+  });
+
+  it("dispatcher - an error reply to an admitted query gives its slot back", async () => {
+    const { quotas, m } = await quotaSetUp("qerr", { rate_qps: 1000, burst: 1000, max_concurrency: 1 });
+    // Admitted, then refused for its input: the dispatcher's own error reply reaches the inbox.
+    const bad = await ask(subjects.inferModel(m.name), { inputs: [{ name: "x", datatype: "FP32", shape: [1, 3], data: [1, 2, 3] }] });
+    expect(bad.error?.code).toBe("invalid_shape");
+    await bus.nc.flush();
+    expect(quotas.holding).toBe(0);
+    expect((await ask(subjects.inferModel(m.name), body())).variant).toBeDefined();
   });
 });

@@ -15,7 +15,7 @@ import {
   type ModelRecord,
 } from "@sloserve/contracts";
 import { errorFromReply, makeHeaders, type Bus, type Logger } from "@sloserve/bus";
-import type { ApiKeyStore, Catalog, MetadataStore } from "@sloserve/store";
+import type { ApiKeyStore, Catalog, MetadataStore, QuotaStore } from "@sloserve/store";
 import { registerAccessControl } from "./access.js";
 import type { Authenticator } from "./auth.js";
 import { registerKeyRoutes } from "./keys.js";
@@ -28,6 +28,7 @@ import { askBus, serverMetadata, serverReady, type QueryDeps } from "./query.js"
 import { registerObservationRoutes } from "./observe.js";
 import type { ProfileProgressView } from "./progress.js";
 import type { InferenceStatistics } from "./statistics.js";
+import { registerQuotaRoutes, type FrontendQuotas } from "./quotas.js";
 import multipart from "@fastify/multipart";
 
 export interface FrontendOptions {
@@ -54,6 +55,11 @@ export interface FrontendDeps {
   stats: InferenceStatistics;
   /** Access control (API keys; access.ts): absent, every route is open (AUTH=false). */
   auth?: { authenticator: Authenticator; keys: ApiKeyStore } | undefined;
+  /** Apps' quotas: this frontend's admission (shared with the gRPC service) and where they are stored (quotas.ts). */
+  quotas: FrontendQuotas;
+  quotaStore: QuotaStore;
+  /** The registry `/metrics` serves (several frontend processes: one that sums theirs, processes.ts). @default a new one */
+  registry?: client.Registry;
 }
 
 /** What a request's logger holds until pino's child is made ({@link childOnFirstUse}). */
@@ -114,6 +120,9 @@ export function childOnFirstUse(parent: FastifyBaseLogger, bindings: Parameters<
 }
 
 function sendError(reply: FastifyReply, err: ServeError): FastifyReply {
+  // Over its quota: when to try again (RFC 9110 Retry-After, whole seconds).
+  const retryAfter = err.code === ErrorCode.quotaExceeded ? err.details?.["retry_after_s"] : undefined;
+  if (typeof retryAfter === "number") reply.header("retry-after", String(retryAfter));
   return reply.code(httpStatusOf(err.code)).type("application/json").send(err.toJSON());
 }
 
@@ -173,7 +182,7 @@ export async function buildApp(deps: FrontendDeps) {
   // Before any route: every route needs an access rule, and with auth on each request is checked against it.
   registerAccessControl(app, deps.auth ? { auth: deps.auth.authenticator, catalog, store } : undefined);
 
-  const registry = new client.Registry();
+  const registry = deps.registry ?? new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const httpDuration = new client.Histogram({
     name: "sloserve_http_request_duration_seconds",
@@ -182,6 +191,7 @@ export async function buildApp(deps: FrontendDeps) {
     buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10],
     registers: [registry],
   });
+  registry.registerMetric(deps.quotas.refused);
   // A callback hook, not an async one: no promise to settle per request.
   app.addHook("onResponse", (req, reply, done) => {
     httpDuration.observe({ route: req.routeOptions.url ?? "unknown", status: String(reply.statusCode) }, reply.elapsedTime / 1000);
@@ -219,7 +229,7 @@ export async function buildApp(deps: FrontendDeps) {
   // ---- Open Inference Protocol: model metadata, readiness and inference over HTTP, and Triton's model
   // configuration, statistics and repository index (oip-http.ts); the protocol-neutral path it shares
   // with the gRPC service is query.ts ----
-  const queryDeps: QueryDeps = { bus, store, catalog, clock, defaultTimeoutMs: options.defaultTimeoutMs, stats: deps.stats };
+  const queryDeps: QueryDeps = { bus, store, catalog, clock, defaultTimeoutMs: options.defaultTimeoutMs, stats: deps.stats, quotas: deps.quotas };
   registerOipHttpRoutes(app, queryDeps, { maxBodyBytes: options.maxBodyBytes });
 
   /** Sends a query on the bus and turns the answer (or its error) into the HTTP reply (pipelines). */
@@ -290,6 +300,9 @@ export async function buildApp(deps: FrontendDeps) {
     const models = await Promise.all(names.map(async (n) => ({ m: await store.getModel(n), v: await store.listVariants(n) })));
     return { app: req.params.app, models: models.filter((x) => x.m).map((x) => describeModel(x.m as ModelRecord, x.v)) };
   });
+
+  // Apps' quotas (quotas.ts).
+  registerQuotaRoutes(app, { bus, store, quotaStore: deps.quotaStore, quotas: deps.quotas, clock });
 
   app.get<{ Params: { model: string } }>("/v1/models/:model/profile", async (req) => {
     const model = await modelOr404(req.params.model);

@@ -25,6 +25,8 @@ const grpcStatusByHttp: Record<number, grpc.status> = {
   404: grpc.status.NOT_FOUND,
   409: grpc.status.ALREADY_EXISTS,
   413: grpc.status.RESOURCE_EXHAUSTED,
+  // Over its app's quota (quota_exceeded).
+  429: grpc.status.RESOURCE_EXHAUSTED,
   415: grpc.status.INVALID_ARGUMENT,
   422: grpc.status.FAILED_PRECONDITION,
   503: grpc.status.UNAVAILABLE,
@@ -128,6 +130,8 @@ function toGrpcError(err: unknown, log: Logger): Partial<grpc.StatusObject> {
   if (serveError.code === ErrorCode.internal) log.error({ err }, "gRPC call failed");
   const metadata = new grpc.Metadata();
   metadata.set("x-error-code", serveError.code);
+  const retryAfter = serveError.details?.["retry_after_s"];
+  if (typeof retryAfter === "number") metadata.set("retry-after", String(retryAfter));
   return { code: grpcStatusOf(serveError.code), details: serveError.message, metadata };
 }
 

@@ -26,8 +26,9 @@ import {
 } from "@sloserve/contracts";
 import { backoffMs, errorFromReply, makeHeaders, type Bus } from "@sloserve/bus";
 import type { Catalog, MetadataStore } from "@sloserve/store";
-import { canSee } from "@sloserve/policy";
+import { canSee, type QuotaTicket } from "@sloserve/policy";
 import type { ReplyMeta } from "./infer.js";
+import type { FrontendQuotas } from "./quotas.js";
 import { NO_COUNTS, type InferenceStatistics } from "./statistics.js";
 
 /**
@@ -46,6 +47,8 @@ export interface QueryDeps {
   defaultTimeoutMs: number;
   /** This process's counts of the queries it served (statistics.ts), shared by HTTP and gRPC. */
   stats: InferenceStatistics;
+  /** Apps' quotas: this frontend's admission (quotas.ts), shared by HTTP and gRPC. */
+  quotas: FrontendQuotas;
 }
 
 /** The only version each model has: every model is served as version "1". */
@@ -116,10 +119,12 @@ export async function modelConfig(catalog: Catalog, name: string, version?: stri
 /**
  * Triton's statistics of one model or app (404 for another name), or with no name of every registered
  * model and every app queried, those a key limited to some apps may see only: what this frontend
- * counted of the queries it served (statistics.ts).
+ * counted of the queries it served (statistics.ts; all its processes').
  */
 export async function modelStatistics(deps: Pick<QueryDeps, "catalog" | "stats">, name: string | undefined, version: string | undefined, grant?: ApiKeyGrant | undefined): Promise<{ model_stats: TritonModelStatistics[] }> {
-  const { catalog, stats } = deps;
+  // This process's counts, or with several frontend processes every one's summed (statistics.ts).
+  const { catalog } = deps;
+  const stats = await deps.stats.view();
   const of = (n: string) => tritonModelStatistics(n, MODEL_VERSION, stats.get(n) ?? NO_COUNTS);
   if (name !== undefined && name !== "") return { model_stats: [of((await resolveTarget(catalog, name, version)).name)] };
   // A registered model belongs to its app; a name queried that is no model is an app (or one gone since: left out).
@@ -212,6 +217,8 @@ export async function askBus(deps: Pick<QueryDeps, "bus" | "clock" | "defaultTim
  * parameter `timeout_ms`, else the transport's (`context.timeoutMs`), else the default. Errors are
  * ServeErrors; each transport maps their code to its status. Once the target is found, the query is
  * counted under its name in `deps.stats` (a success with its timings, or a failure): a few additions.
+ * Before its body is read it is admitted under its app's quota or refused `quota_exceeded`
+ * (quotas.ts); admitted, it holds its slot until it ends, and goes out on the `….admitted` subject.
  */
 export async function serveOipQuery(
   deps: QueryDeps,
@@ -223,7 +230,9 @@ export async function serveOipQuery(
   const started = performance.now();
   const target = await resolveTarget(deps.catalog, modelName, modelVersion, context.appOnly === true);
   const counters = deps.stats.of(target.name);
+  let ticket: QuotaTicket | undefined;
   try {
+    ticket = deps.quotas.admit(target.kind === "model" ? target.model.app : target.name);
     const { request, slo: given } = read();
     const signature = signatureOf(target);
     const requested = request.outputs?.map((o) => o.name);
@@ -235,10 +244,10 @@ export async function serveOipQuery(
     const payload = oipRequestToWire(request, signature.inputs);
     let subject: string;
     let extra: Record<string, number | undefined> = {};
-    if (target.kind === "model") subject = subjects.inferModel(target.name);
+    if (target.kind === "model") subject = subjects.admitted(subjects.inferModel(target.name));
     else {
       const slo = given ?? requirementsFromParameters(target.name, request.parameters);
-      subject = subjects.inferApp(target.name);
+      subject = subjects.admitted(subjects.inferApp(target.name));
       extra = { [headers.sloLatencyMs]: slo.latency_ms, [headers.sloMinAccuracy]: slo.min_accuracy, [headers.sloMaxCost]: slo.max_cost };
     }
     const sent = performance.now();
@@ -259,5 +268,7 @@ export async function serveOipQuery(
   } catch (err) {
     counters.failure(performance.now() - started);
     throw err;
+  } finally {
+    ticket?.release();
   }
 }

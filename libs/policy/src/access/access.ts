@@ -9,13 +9,14 @@ import type { ApiKeyGrant, ApiKeyRole } from "@sloserve/contracts";
  * - `read`: list and describe models, variants, profiles and pipelines; every role.
  * - `manage`: register and delete models and pipelines; `app-admin` and `admin`.
  * - `cluster`: what is not one app's (workers, status, decisions, cost, the dashboard's data, keys); `admin` only.
+ * - `quota`: set or remove an app's quota (reading it is `read`); `admin` only: a tenant does not lift its own limits.
  *
  * A key for a list of apps may touch only those; a request touching no app (a pipeline made of steps
  * only, or a name that resolves to nothing) is for keys of every app only. Refusals do not name the
  * app a foreign model or pipeline belongs to, so a key cannot learn another app's names from them.
  */
 
-export type AccessAction = "query" | "read" | "manage" | "cluster";
+export type AccessAction = "query" | "read" | "manage" | "cluster" | "quota";
 
 export interface AccessDecision {
   allowed: boolean;
@@ -26,7 +27,7 @@ export interface AccessDecision {
 export const accessByRole: Readonly<Record<ApiKeyRole, readonly AccessAction[]>> = {
   user: ["query", "read"],
   "app-admin": ["query", "read", "manage"],
-  admin: ["query", "read", "manage", "cluster"],
+  admin: ["query", "read", "manage", "cluster", "quota"],
 };
 
 const verbs: Record<AccessAction, string> = {
@@ -34,6 +35,7 @@ const verbs: Record<AccessAction, string> = {
   read: "list or describe models and pipelines",
   manage: "register or delete models and pipelines",
   cluster: "use cluster-wide routes (status, workers, decisions, cost, dashboard, keys)",
+  quota: "set or remove apps' quotas",
 };
 
 /** How a key is named in reasons: its id, and its name when it has one. */

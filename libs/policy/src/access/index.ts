@@ -1,2 +1,3 @@
-// Access decisions of the frontend's API keys.
+// Access decisions of the frontend's API keys; per-app quotas and their admission.
 export * from "./access.js";
+export * from "./quota.js";

@@ -28,6 +28,8 @@ describe("access - authorize", () => {
     ["app-admin of every app still no cluster route", everyAppAdmin, "cluster", undefined, false],
     ["admin on a cluster route", admin, "cluster", undefined, true],
     ["admin deletes anywhere", admin, "manage", ["ocr-rec"], true],
+    ["app-admin sets its own app's quota", digitsAdmin, "quota", ["digits"], false],
+    ["admin sets an app's quota", admin, "quota", ["digits"], true],
   ];
   it.each(cases)("access - %s", (_name, g, action, apps, allowed) => {
     const decision = authorize(g, action, apps === undefined ? undefined : { what: "model 'm'", apps });
