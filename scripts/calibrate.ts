@@ -25,7 +25,7 @@ import {
   type WorkerReport,
 } from "@sloserve/contracts";
 import { createLogger, systemClock } from "@sloserve/bus";
-import { createRng, median as policyMedian, profiledLatencyAt, quantile, type VariantProfile } from "@sloserve/policy";
+import { createRng, median as policyMedian, profiledLatencyAt, quantile, workerCapacityForApp, type VariantProfile } from "@sloserve/policy";
 import { LocalWorkerProvider, type WorkerInstance } from "@sloserve/providers";
 import { REPLAY_DEFAULTS, calibratedVariantOf, replayConfig, replayStackEnv } from "@sloserve/sim";
 import { MALLOC_ENV, logFile, ocrModels, startStack, tempDir, type Stack } from "@sloserve/stack";
@@ -66,7 +66,10 @@ import { profileOf, registerApp, type Listing } from "./replay-models.js";
  *   worker provider of this script's, with the replay's BOOT_DELAY_MS), each serving the variant the
  *   stack's worker serves after the bursts and nothing else of the app (`scale.model.<worker>` unload
  *   and load commands; the model autoscaler is stopped for the sweep, or it would replicate, upgrade
- *   and downgrade under the sweep's load), each level driven with open-loop Poisson queries to that
+ *   and downgrade under the sweep's load); then, level by level on the way down (launched workers
+ *   stopped in between), the selection's pick and the variant the vm-autoscaler's plan sizes workers
+ *   by, where they differ from it (a batch's slowdown differs with the variant: the simulator reads
+ *   each variant's own points). Each level is driven with open-loop Poisson queries to that
  *   variant (`infer.variant.*`, no deadline: never overflowed; at most 1 s of them in flight) at shares
  *   of the instances' profiled capacity. Per step, from the worker reports (`metrics.worker.*`) after
  *   its first seconds: demand = Σ over workers of their mean profiled busy share × the variant's
@@ -443,7 +446,11 @@ async function main(): Promise<void> {
   const workers = [...staticWorkers];
   // The variant the stack's worker serves after the bursts (the model autoscaler has had its say under
   // load), else the selection's; the sweep runs it alone on every worker.
-  const sweepVariant = staticWorkers.flatMap(servingOn).sort((a, b) => b.instances - a.instances)[0]?.variant ?? selected;
+  let sweepVariant = staticWorkers.flatMap(servingOn).sort((a, b) => b.instances - a.instances)[0]?.variant ?? selected;
+  // The others the fleet serves, swept after it on the way down: the selection's pick and the variant
+  // the vm-autoscaler's plan sizes workers by (the model autoscaler upgrades to it under load).
+  const planVariant = workerCapacityForApp(variants, app, "cpu", { threads: config.workerThreads, memoryBytes: Infinity }, config.sloMs)?.variant;
+  const laterSweeps = [...new Set([selected, planVariant])].filter((v): v is string => v !== undefined && v !== sweepVariant && profiles.has(v));
   // The sweep places the instances itself: the model autoscaler, left on, replicates, upgrades and
   // downgrades under the sweep's load (a worker would then serve another variant than the one queried).
   const modelAutoscaler = stack.services.find((s) => s.name === "model-autoscaler");
@@ -598,6 +605,23 @@ async function main(): Promise<void> {
     await Promise.all(batch.length > 0 ? workers.map((w) => pin(w)) : []);
     k = workers.length;
   }
+  // The other variants, level by level on the way down (launched workers stopped in between).
+  for (const v of laterSweeps) {
+    sweepVariant = v;
+    say(`contention: ${v} on ${workers.length} … 1 worker(s)`);
+    for (const level of levels.filter((l) => l <= workers.length).sort((a, b) => b - a)) {
+      while (workers.length > level) {
+        const instance = launched.pop();
+        if (!instance) break;
+        await provider.terminate(instance.id, "calibration: fewer workers for the next level");
+        workers.splice(workers.indexOf(instance.workerId), 1);
+      }
+      await Promise.all(workers.map((w) => pin(w)));
+      say(`${workers.length} worker(s) serving ${v} (capacity ${capacity().toFixed(0)} qps as profiled)`);
+      for (const share of RATES) await step(share);
+    }
+  }
+
   // Boot samples still missing (a sweep of fewer than 4 workers): launched alone, then stopped.
   while (bootMs.length < MIN_BOOT_SAMPLES) {
     const share = bootingSteps < BOOTING_RATES.length ? BOOTING_RATES[bootingSteps] : undefined;

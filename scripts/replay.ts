@@ -4,7 +4,7 @@ import { parseArgs } from "node:util";
 import cliProgress from "cli-progress";
 import { connect, headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { calibrationSchema, contentTypes, costSummarySchema, decodeTensors, describeZodError, encodeTensors, forecastMessageSchema, headers, servingStates, subjects, workerReportSchema, type Calibration, type CostSummary, type VariantState } from "@sloserve/contracts";
-import { DEFAULT_MACHINE_PLAN_CONFIG, createRng, initialSloMonitorState, observeRequest, pricePerSecond, profiledLatencyAt, quantile, reportUtilization, type ScalingPolicy, type VariantProfile } from "@sloserve/policy";
+import { DEFAULT_MACHINE_PLAN_CONFIG, createRng, workerCapacityForApp, initialSloMonitorState, observeRequest, pricePerSecond, profiledLatencyAt, quantile, reportUtilization, type ScalingPolicy, type VariantProfile } from "@sloserve/policy";
 import {
   AUTO_PEAK_WORKERS,
   DEFAULT_TWITTER_TRACE,
@@ -54,7 +54,7 @@ import { profileOf, registerApp, type Listing } from "./replay-models.js";
 const USAGE = `usage: npm run replay -- --out DIR --calibration FILE [--emulated] [--policy combined|infaas|mark|static-peak]
        [--trace FILE] [--speedup K] [--start-minute S] [--minutes M] [--peak-qps Q|auto | --peak-workers N]
        [--app APP] [--slo-ms MS] [--min-accuracy A] [--base URL [--nats URL]] [--max-workers N] [--seed N]
-       [--draws N] [--consistency] [--no-progress]
+       [--draws N] [--predict-only] [--consistency] [--no-progress]
        npm run -s replay -- --print-env [--speedup K] [--policy P] [--emulated --calibration FILE]   (the stack's environment, for --base)`;
 
 /** The replay's policies: the vm-autoscaler's SCALING_POLICY, and static-peak: a static fleet sized for the window's peak. */
@@ -80,6 +80,8 @@ const { values } = parseArgs({
     draws: { type: "string", default: "5" },
     calibration: { type: "string" },
     consistency: { type: "boolean", default: false },
+    /** Write the prediction (DIR/prediction.json) and stop: no stack, no live run. */
+    "predict-only": { type: "boolean", default: false },
     emulated: { type: "boolean", default: false },
     policy: { type: "string", default: "combined" },
     "request-timeout-ms": { type: "string", default: "30000" },
@@ -149,8 +151,13 @@ const baseConfig = replayConfig({ speedup, app, sloMs, minAccuracy, maxWorkers, 
 /** The calibration's variants as the decision code reads them; the peak and the static fleet are sized on the one selection serves. */
 const calibratedVariants = calibration?.variants.map(calibratedProfile) ?? [];
 const servedCalibrated = calibration ? replayPreloadVariant(calibratedVariants, baseConfig) : undefined;
-/** The peak from the calibration (known before the stack starts: both sides get the same arrivals); else, as before, from the live profiles. */
-const peakFromCalibration = peakGiven ?? (servedCalibrated ? autoPeakQps([servedCalibrated], baseConfig, peakWorkers ?? AUTO_PEAK_WORKERS) : undefined);
+/**
+ * The peak from the calibration (known before the stack starts: both sides get the same arrivals); else, as before, from the live profiles.
+ * `--peak-workers N` counts workers as the vm-autoscaler's plan does (the app's variant with the most
+ * throughput per worker, the one the model autoscaler upgrades to under load); the default peak is
+ * 1.5 × what one worker serves with the variant the warm-up loads (what two cores can take natively).
+ */
+const peakFromCalibration = peakGiven ?? (servedCalibrated ? autoPeakQps(peakWorkers !== undefined ? calibratedVariants : [servedCalibrated], baseConfig, peakWorkers ?? AUTO_PEAK_WORKERS) : undefined);
 if (calibration && peakFromCalibration === undefined) {
   console.error(`--calibration: no calibrated variant of ${app} meets the SLO of ${sloMs} ms`);
   process.exit(2);
@@ -165,6 +172,8 @@ const staticPeakWorkers = (): number => {
 const staticWorkers = replayPolicy === "static-peak" ? staticPeakWorkers() : undefined;
 const config = replayConfig({ speedup, app, sloMs, minAccuracy, maxWorkers: Math.max(maxWorkers, staticWorkers ?? 0), policy, ...(staticWorkers !== undefined ? { staticWorkers } : {}) });
 const env = replayStackEnv(config);
+// The profiler records the calibration's timings (libs/executor profiler.ts): live decisions and the prediction read one profile.
+if (calibrationPath) Object.assign(env.all, { PROFILE_CALIBRATION: calibrationPath });
 if (values.emulated && calibrationPath) {
   // Every worker serves the calibration's batch times: the stack's own and those the vm-autoscaler launches.
   Object.assign(env.all, { BACKEND: "emulated", EMULATED_CALIBRATION: calibrationPath });
@@ -200,6 +209,15 @@ function predictFirst(c: Calibration, peak: number): { result: ReturnType<typeof
   );
   say(`predicted from ${calibrationPath} (${c.backend} workers, calibrated ${c.date}), the mean of ${result.draws.length} run(s): ${fmtPrediction(predictionOf(result.summary))}${result.draws.length > 1 ? `; cost $${Math.min(...result.draws.map((d) => d.cost_dollars)).toFixed(3)}-${Math.max(...result.draws.map((d) => d.cost_dollars)).toFixed(3)} over the runs` : ""}`);
   return { result, arrivals, schedule };
+}
+
+if (values["predict-only"]) {
+  if (!predicted) {
+    console.error("--predict-only: give --calibration FILE (the prediction is made from it)");
+    process.exit(2);
+  }
+  say(`prediction written to ${shown(join(outDir, "prediction.json"))}; --predict-only: no live run`);
+  process.exit(0);
 }
 
 // ------------------------------------------------------------------------------------ the stack
@@ -455,7 +473,7 @@ const peakHow =
   peakGiven !== undefined
     ? ""
     : servedCalibrated
-      ? ` (${peakWorkers ?? AUTO_PEAK_WORKERS} × 80% of what one worker serves with ${servedCalibrated.name}, as calibrated)`
+      ? ` (${peakWorkers ?? AUTO_PEAK_WORKERS} × 80% of what one worker serves with ${(peakWorkers !== undefined ? workerCapacityForApp(calibratedVariants, app, "cpu", { threads: config.workerThreads, memoryBytes: Infinity }, sloMs)?.variant : undefined) ?? servedCalibrated.name}, as calibrated)`
       : ` (auto: ${AUTO_PEAK_WORKERS} × 80% of what one worker serves with ${served[0]?.name ?? "the app's best variant"})`;
 say(`${values.trace}: minutes ${startMinute} … ${startMinute + minutes - 1} (${schedule.gapMinutes} gap minutes filled), peak ${peakQps} qps${peakHow}, ${speedup}× → ${(schedule.durationMs / 60_000).toFixed(2)} min, ${arrivals.length} queries`);
 

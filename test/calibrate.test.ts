@@ -56,6 +56,8 @@ function checkSane(c: Calibration, backend: Calibration["backend"], output: stri
     expect(c.variants.map((v) => v.name)).toContain(p.variant);
   }
   expect(c.contention.some((p) => p.booting === 0), output).toBe(true);
+  // heavy: the selection's pick (int8) and the variant the plan sizes workers by (fp32) are both swept.
+  expect(new Set(c.contention.map((p) => p.variant)).size, output).toBeGreaterThanOrEqual(2);
   expect(c.bootMs.length, output).toBeGreaterThanOrEqual(3);
   for (const b of c.bootMs) expect(b).toBeGreaterThan(0);
   expect(c.reports.periodMs).toBeGreaterThan(500);

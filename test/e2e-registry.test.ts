@@ -1,20 +1,35 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { startStack, digitsModels, registerOverHttp, waitForProfiles, type Stack, type BundledModel } from "@sloserve/stack";
 import { encodeTensors } from "@sloserve/contracts";
 
 /**
  * Registration with a validation set, the variant generator and the profiler, on the real stack:
  * the digits models' CPU variants get measured profiles; accelerator variants stay unprofiled
- * (no such worker here); bad registrations get clear errors.
+ * (no such worker here); bad registrations get clear errors. The executor has a host calibration
+ * (PROFILE_CALIBRATION) that lists one variant: that one is recorded with the calibration's timings.
  */
 
 let stack: Stack;
 let digits: BundledModel[];
 
+/** A host calibration (libs/contracts calibration.ts) that timed one variant of digits-mlp-m. */
+const CALIBRATED = "digits-mlp-m--cpu-fp32-b1-t1";
+const calibration = {
+  version: 1, date: "2026-11-29T00:00:00.000Z", command: "npm run calibrate", host: { cores: 2, memoryBytes: 1, loadAverage: [0.1] }, backend: "native", app: "digits",
+  variants: [{ name: CALIBRATED, model: "digits-mlp-m", app: "digits", hardware: "cpu", batchSize: 1, accuracy: 0.5, latencyMs: { "1": 7.25 }, peakQps: 137.9, loadLatencyMs: 1234, pricePerS: 0.00001, profiled: true, resources: { threads: 1, memoryBytes: 4321 } }],
+  emulation: { variants: { [CALIBRATED]: { batches: { "1": { p50: 7.25, p99: 9.5 } } } }, models: {} },
+  contention: [{ demand: 0.5, booting: 0, slowdown: 1.1, p50Ratio: 1.1, samples: 3 }],
+  bootMs: [1000], functions: { coldStartMs: [300], warmMs: [20] }, reports: { periodMs: 1000, jitterMs: 5 }, workerMemoryBytes: 1e9,
+};
+
 beforeAll(async () => {
   digits = await digitsModels();
-  stack = await startStack({ cpuWorkers: 1, workerThreads: 2 });
+  const file = join(mkdtempSync(join(tmpdir(), "calibration-")), "host.json");
+  writeFileSync(file, JSON.stringify(calibration));
+  stack = await startStack({ cpuWorkers: 1, workerThreads: 2, env: { PROFILE_CALIBRATION: file } });
 }, 300_000);
 
 afterAll(async () => {
@@ -62,6 +77,12 @@ describe("e2e registry", () => {
       expect(Object.keys(lat).map(Number)).toContain(1);
       expect(lat[String(v.batch_size)]).toBeGreaterThan(0);
     }
+    // The calibrated variant: the calibration's timings, its accuracy measured; the others timed.
+    const calibrated = cpu.find((v) => v.name === CALIBRATED)!;
+    expect(calibrated).toMatchObject({ latency_ms: { "1": 7.25 }, peak_qps: 137.9, load_latency_ms: 1234, memory_bytes: 4321 });
+    expect(calibrated.accuracy as number).toBeGreaterThan(0.9);
+    const timed = cpu.find((v) => v.name === "digits-mlp-m--cpu-fp32-b2-t1")!;
+    expect((timed.latency_ms as Record<string, number>)["1"]).not.toBe(7.25);
     // int8 and fp32 accuracies are both measured on the validation set; int8 is within 2 points.
     const fp32 = cpu.find((v) => v.quantization === "fp32")!.accuracy as number;
     const int8 = cpu.find((v) => v.quantization === "int8")!.accuracy as number;

@@ -1,6 +1,9 @@
+import { readFileSync } from "node:fs";
 import {
   allocate,
+  calibrationSchema,
   decodeTensors,
+  describeZodError,
   elementCount,
   subjects,
   tensorRows,
@@ -41,6 +44,46 @@ export interface ProfileDeps {
   clock: Clock;
   /** Called now and then so that the job's message is not redelivered during a long run. */
   keepAlive?: () => void;
+  /** Latencies measured once for this host (`PROFILE_CALIBRATION`): they stand for the variants' timings. */
+  calibrated?: ProfileCalibration;
+}
+
+/**
+ * A host's calibration (`npm run calibrate`, libs/contracts calibration.ts) as the profiler reads it:
+ * per variant name, the timings the calibration recorded. With it (`PROFILE_CALIBRATION=FILE` on the
+ * executors), a variant the calibration measured is recorded with the calibration's batch latencies
+ * (median and P99), peak throughput, load latency and memory instead of this run's timings, which on a
+ * shared machine vary between two profilings of the same variant by as much as the interference
+ * margin (heavy-mlp int8: 12.3 ms and 14.6 ms on the same idle host, an hour apart); the accuracy is
+ * still measured. Then every decision reads the same profile as the simulator that predicts the run
+ * (`npm run replay`), and a fleet of identical hosts profiles the same. Variants it does not list are
+ * profiled as usual.
+ */
+export interface ProfileCalibration {
+  /** Where it came from and when it was measured (for the log). */
+  source: string;
+  variants: ReadonlyMap<string, Pick<VariantProfile, "latencyMs" | "latencyP99Ms" | "peakQps" | "loadLatencyMs"> & { memoryBytes?: number }>;
+}
+
+/** Reads a calibration file for the profiler; throws naming the file and the problem. */
+export function readProfileCalibration(path: string): ProfileCalibration {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(path, "utf8"));
+  } catch (err) {
+    throw new Error(`profile calibration ${path}: ${(err as Error).message}`);
+  }
+  const parsed = calibrationSchema.safeParse(json);
+  if (!parsed.success) throw new Error(`profile calibration ${path}: ${describeZodError(parsed.error)}`);
+  const c = parsed.data;
+  const variants = new Map<string, Pick<VariantProfile, "latencyMs" | "latencyP99Ms" | "peakQps" | "loadLatencyMs"> & { memoryBytes?: number }>();
+  for (const v of c.variants) {
+    const batches = c.emulation.variants[v.name]?.batches ?? {};
+    const p99 = Object.fromEntries(Object.entries(batches).flatMap(([b, q]) => (q.p99 !== undefined ? [[b, q.p99]] : [])));
+    const memoryBytes = v.resources?.memoryBytes;
+    variants.set(v.name, { latencyMs: { ...v.latencyMs }, ...(Object.keys(p99).length > 0 ? { latencyP99Ms: p99 } : {}), peakQps: v.peakQps, loadLatencyMs: v.loadLatencyMs, ...(memoryBytes !== undefined ? { memoryBytes } : {}) });
+  }
+  return { source: `${path} (${c.backend}, ${c.date})`, variants };
 }
 
 export interface ValidationSet {
@@ -208,7 +251,10 @@ export async function runProfile(job: ProfileJob, deps: ProfileDeps): Promise<Va
         log.info({ variant: v.name }, "variant removed: its max batch is too slow to be useful");
         continue;
       }
-      const profile: VariantProfile = { loadLatencyMs, latencyMs, latencyP99Ms, peakQps: peak, memoryBytes, accuracy, sampleShape, ...(classes.length > 0 ? { inputClasses: classes } : {}), worker, profiledAtMs };
+      const measured: VariantProfile = { loadLatencyMs, latencyMs, latencyP99Ms, peakQps: peak, memoryBytes, accuracy, sampleShape, ...(classes.length > 0 ? { inputClasses: classes } : {}), worker, profiledAtMs };
+      const calibrated = deps.calibrated?.variants.get(v.name);
+      const profile: VariantProfile = calibrated ? { ...measured, ...calibrated, latencyP99Ms: calibrated.latencyP99Ms ?? latencyP99Ms } : measured;
+      if (calibrated) log.info({ variant: v.name, calibration: deps.calibrated?.source, measuredMs: latencyMs, calibratedMs: calibrated.latencyMs }, "profile: the calibration's timings");
       const record: VariantRecord = { ...v, accuracy, profiled: true, profile };
       await store.putVariant(record);
       updated.push(record);

@@ -23,7 +23,7 @@ import type { Bus, Logger } from "@sloserve/bus";
 import type { MetadataStore } from "@sloserve/store";
 import type { BackendFactory } from "./backend.js";
 import { VariantInstance } from "./instance.js";
-import { runProfile } from "./profiler.js";
+import { runProfile, type ProfileCalibration } from "./profiler.js";
 import { mergeFigures } from "./stats.js";
 import type { ExecutorMetrics } from "./metrics.js";
 import { DEFAULT_TYPE_FOR_KIND, DEFAULT_VARIANT_STATE_CONFIG, footprintOf, GPU_MEMORY_BYTES, heldResources, loadFitsMemory, nextState, observeWindow, windowedArrivalsQps, type VariantStateMemory } from "@sloserve/policy";
@@ -55,6 +55,8 @@ export interface WorkerOptions {
   acceleratorMemoryBytes?: number;
   /** Prometheus metrics of its queries, instances and resources (libs/metrics); none: not exported. */
   metrics?: ExecutorMetrics;
+  /** The host's calibration (`PROFILE_CALIBRATION`, profiler.ts): the profiler records its timings for the variants it lists. */
+  profileCalibration?: ProfileCalibration;
 }
 
 const json = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
@@ -175,7 +177,7 @@ export class Worker {
         }
         const started = this.clock.now();
         try {
-          const updated = await runProfile(parsed.data, { bus: this.bus, store: this.store, backends: this.backends, worker: this.id, log: this.log, clock: this.clock, keepAlive: () => msg.working() });
+          const updated = await runProfile(parsed.data, { bus: this.bus, store: this.store, backends: this.backends, worker: this.id, log: this.log, clock: this.clock, keepAlive: () => msg.working(), ...(this.options.profileCalibration ? { calibrated: this.options.profileCalibration } : {}) });
           this.log.info({ model: parsed.data.model, variants: updated.length, ms: this.clock.now() - started }, "profiled");
           msg.ack();
         } catch (err) {

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { commonEnvSchema } from "@sloserve/contracts";
 import { defaultWorkerMemoryMb } from "./machine.js";
 import { backendDescription, emulationSettings } from "./emulation.js";
+import { profilingSettings } from "./profiling.js";
 
 /** A CPU executor's settings (services/executor-cpu): what the worker offers its variant instances. */
 export const executorCpuSettings = commonEnvSchema.extend({
@@ -11,5 +12,6 @@ export const executorCpuSettings = commonEnvSchema.extend({
   WORKER_MEMORY_MB: z.coerce.number().int().min(64).default(defaultWorkerMemoryMb()).meta({ description: "Memory offered to variant instances, MiB.", defaultText: "80% of the machine's memory" }),
   BACKEND: z.enum(["onnx", "emulated"]).default("onnx").describe(backendDescription("onnx", "onnxruntime's CPU provider")),
   ...emulationSettings,
+  ...profilingSettings,
 });
 export type ExecutorCpuSettings = z.infer<typeof executorCpuSettings>;

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { commonEnvSchema } from "@sloserve/contracts";
 import { defaultWorkerMemoryMb } from "./machine.js";
 import { backendDescription, emulationSettings } from "./emulation.js";
+import { profilingSettings } from "./profiling.js";
 
 /** A GPU executor's settings (services/executor-gpu): the GPU it offers, CUDA and TensorRT. */
 export const executorGpuSettings = commonEnvSchema.extend({
@@ -14,5 +15,6 @@ export const executorGpuSettings = commonEnvSchema.extend({
   WORKER_MEMORY_MB: z.coerce.number().int().min(64).default(defaultWorkerMemoryMb()).meta({ description: "Host memory offered to variant instances, MiB.", defaultText: "80% of the machine's memory" }),
   BACKEND: z.enum(["onnx", "emulated"]).default("onnx").describe(backendDescription("onnx", "onnxruntime's CUDA and TensorRT providers")),
   ...emulationSettings,
+  ...profilingSettings,
 });
 export type ExecutorGpuSettings = z.infer<typeof executorGpuSettings>;

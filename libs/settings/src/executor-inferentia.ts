@@ -2,6 +2,7 @@ import { z } from "zod";
 import { commonEnvSchema } from "@sloserve/contracts";
 import { defaultWorkerMemoryMb } from "./machine.js";
 import { backendDescription, emulationSettings } from "./emulation.js";
+import { profilingSettings } from "./profiling.js";
 
 /** `model=name,model:int8=name,model:nc4=name` → { model: name, "model:int8": name, "model:nc4": name }. */
 export const modelMap = z
@@ -33,6 +34,7 @@ export const executorInferentiaSettings = commonEnvSchema.extend({
   WORKER_MEMORY_MB: z.coerce.number().int().min(64).default(defaultWorkerMemoryMb()).meta({ description: "Host memory offered to variant instances, MiB.", defaultText: "80% of the machine's memory" }),
   BACKEND: z.enum(["neuron", "emulated"]).default("neuron").describe(backendDescription("neuron", "the Neuron-backed server at NEURON_SERVER")),
   ...emulationSettings,
+  ...profilingSettings,
 });
 
 

@@ -12,6 +12,7 @@ export * from "./registrar.js";
 export * from "./vm-autoscaler.js";
 export * from "./machine.js";
 export * from "./emulation.js";
+export * from "./profiling.js";
 export * from "./document.js";
 export * from "./catalog.js";
 export * from "./configuration-doc.js";

@@ -17,8 +17,9 @@
  * workers form a level of their own, read where the booting level has no point that says them (a
  * calibration without `workers` reads as before they were measured), and a reading that does not say
  * its workers reads all the booting level's points together (as before). What it does not model:
- * anything but demand, booting and serving processes (which variants run, batch sizes, memory
- * bandwidth, other programs on the host than the ones measured), the workers levels of the booting
+ * anything but demand, booting and serving processes and the variant a worker serves
+ * ({@link variantContention}: each variant's own points when the calibration swept it; batch sizes,
+ * memory bandwidth, other programs on the host than the ones measured), the workers levels of the booting
  * level other than the nearest one (a booting level measured on fewer workers reads its most workers
  * flat beyond), idle workers apart from busy ones (a worker serving counts as one whatever its share of
  * the demand), the spread of batch times within a second (a second's batches all run at its one
@@ -140,6 +141,30 @@ export function contentionModel(points: readonly ContentionPoint[]): ContentionM
       const t = (workers - ws[i - 1]!) / (ws[i]! - ws[i - 1]!);
       return { slowdown: a.slowdown + t * (b.slowdown - a.slowdown), p50Ratio: a.p50Ratio + t * (b.p50Ratio - a.p50Ratio) };
     },
+  };
+}
+
+/**
+ * A calibration's contention table per variant (the points' `variant`): the sweep runs each variant
+ * alone on every worker, and how much slower than profiled a batch runs at a demand differs with the
+ * variant (a 4 ms batch carries the executor's per-batch work and timer lateness in another proportion
+ * than a 17 ms one). `forVariant(v)` reads v's own points, else (a variant the calibration did not
+ * sweep, or none said) all the points together, as {@link contentionModel}.
+ */
+export interface VariantContention {
+  /** The variants with points of their own. */
+  readonly variants: readonly string[];
+  forVariant(variant: string | undefined): ContentionModel;
+}
+
+export function variantContention(points: readonly ContentionPoint[]): VariantContention {
+  const all = contentionModel(points);
+  const byVariant = new Map<string, ContentionPoint[]>();
+  for (const p of points) if (p.variant !== undefined) (byVariant.get(p.variant) ?? byVariant.set(p.variant, []).get(p.variant)!).push(p);
+  const models = new Map([...byVariant.entries()].map(([v, ps]) => [v, contentionModel(ps)]));
+  return {
+    variants: [...models.keys()].sort(),
+    forVariant: (variant) => (variant !== undefined ? models.get(variant) : undefined) ?? all,
   };
 }
 

@@ -55,6 +55,7 @@ import { cannotFinishInTime, chooseContainer, createRng, expiredContainers, lamb
 import { BilledSum, billedCost } from "./billing.js";
 import {
   FunctionPool,
+  queryDeadlineMs,
   Machine,
   Queue,
   Replica,
@@ -76,6 +77,9 @@ export class Drop {
   constructor(readonly reason: string) {}
 }
 const dropCache = new Map<string, Drop>();
+/** Why a query waiting for a function container failed (the live pool's deadline_exceeded). */
+export const POOL_DEADLINE = "deadline: no function container free before the query's deadline";
+
 /** A cached Drop for a reason (routers may call this per query without allocating). */
 export function drop(reason: string): Drop {
   let d = dropCache.get(reason);
@@ -107,6 +111,12 @@ export interface StreamSpec {
   process: ArrivalProcess;
   app: string;
   sloMs: number;
+  /**
+   * The caller's deadline after arrival, ms (live: x-deadline-ms; a NATS caller that sends none gets
+   * the dispatcher's default timeout): the executor sheds, and the function pool gives up on, a query
+   * past it. @default sloMs
+   */
+  timeoutMs?: number;
   /** @default 0 */
   minAccuracy?: number;
   /** @default Infinity */
@@ -657,6 +667,7 @@ export class Simulator {
         app: spec.app,
         arrivalMs: t,
         sloMs: spec.sloMs,
+        timeoutMs: spec.timeoutMs,
         minAccuracy: spec.minAccuracy ?? 0,
         maxCostPerQuery: spec.maxCostPerQuery ?? Infinity,
         enqueuedMs: t,
@@ -671,6 +682,7 @@ export class Simulator {
       q.app = spec.app;
       q.arrivalMs = t;
       q.sloMs = spec.sloMs;
+      q.timeoutMs = spec.timeoutMs;
       q.minAccuracy = spec.minAccuracy ?? 0;
       q.maxCostPerQuery = spec.maxCostPerQuery ?? Infinity;
       q.enqueuedMs = t;
@@ -807,6 +819,13 @@ export class Simulator {
       pick = 0;
       for (let i = 1; i < pool.busyUntil.length; i++) if ((pool.busyUntil[i] ?? 0) < (pool.busyUntil[pick] ?? 0)) pick = i;
       start = pool.busyUntil[pick] ?? now;
+      // The live pool fails a waiting invocation at the query's deadline (libs/providers
+      // local-functions.ts): one whose container frees up only after it never takes the container.
+      const deadline = queryDeadlineMs(q);
+      if (start > deadline) {
+        this.schedule(deadline, Kind.Call, () => this.fail(q, POOL_DEADLINE));
+        return;
+      }
     } else {
       // "start" (every container busy, room for one more). A simulated pool holds one model, so its
       // idle containers all hold it: "load" and "claim" do not arise; "reject" is not asked for.
@@ -883,7 +902,7 @@ export class Simulator {
       const expected = queue.shedLate ? r.runTime.expectedMs(n, this.nowMs) : 0;
       for (let k = 0; k < n; k++) {
         const q = queue._shift() as Query;
-        if (queue.shedLate && cannotFinishInTime(q.arrivalMs + q.sloMs, this.nowMs, expected)) {
+        if (queue.shedLate && cannotFinishInTime(queryDeadlineMs(q), this.nowMs, expected)) {
           r.shed++;
           this.route(q, this.router(q, queue, "late", this));
         } else queries.push(q);

@@ -23,6 +23,12 @@ export interface Query {
   readonly arrivalMs: number;
   /** End-to-end latency objective: the query meets its SLO when it completes by arrivalMs + sloMs. */
   sloMs: number;
+  /**
+   * The caller's deadline after arrival (live: x-deadline-ms, else the dispatcher's default timeout):
+   * past it the executor sheds the query and the function pool gives up on it. Undefined: the SLO
+   * ({@link queryDeadlineMs}).
+   */
+  timeoutMs: number | undefined;
   minAccuracy: number;
   /** Infinity when the query sets no cost limit. */
   maxCostPerQuery: number;
@@ -35,6 +41,11 @@ export interface Query {
   /** Set once the query is dropped; later branch completions are ignored. */
   failed: boolean;
   data: unknown;
+}
+
+/** When the executor sheds a query and the function pool gives up on it: arrival + its timeout, else + its SLO. */
+export function queryDeadlineMs(q: Query): number {
+  return q.arrivalMs + (q.timeoutMs ?? q.sloMs);
 }
 
 export type ResourceMap = Record<string, number>;
@@ -349,8 +360,7 @@ export class Queue implements BatchQueueView {
   }
 
   deadlineMs(i: number): number {
-    const q = this.ring[(this.head + i) & this.mask] as Query;
-    return q.arrivalMs + q.sloMs;
+    return queryDeadlineMs(this.ring[(this.head + i) & this.mask] as Query);
   }
 
   /** The oldest waiting query. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ContentionPoint } from "@sloserve/contracts";
-import { contentionAt, contentionModel, createRng, drawSample, reportTimes } from "../src/index.js";
+import { contentionAt, contentionModel, createRng, drawSample, reportTimes, variantContention } from "../src/index.js";
 
 /**
  * What the simulator makes of a calibration file (libs/sim calibration.ts): the contention table read
@@ -8,6 +8,22 @@ import { contentionAt, contentionModel, createRng, drawSample, reportTimes } fro
  */
 
 const pt = (demand: number, booting: number, slowdown: number, p50Ratio: number, samples = 10): ContentionPoint => ({ demand, booting, slowdown, p50Ratio, samples });
+
+describe("calibration: the contention model per variant", () => {
+  it("calibration - each variant reads its own points; a variant the sweep did not run reads them all", () => {
+    const slow = { ...pt(1, 0, 1.2, 1.1), variant: "int8" };
+    const fast = { ...pt(1, 0, 1.0, 1.0), variant: "fp32" };
+    const m = variantContention([slow, fast]);
+    expect(m.variants).toEqual(["fp32", "int8"]);
+    expect(m.forVariant("int8").at(1, 0)).toEqual({ slowdown: 1.2, p50Ratio: 1.1 });
+    expect(m.forVariant("fp32").at(1, 0)).toEqual({ slowdown: 1.0, p50Ratio: 1.0 });
+    // (both points at demand 1 merged: the mean weighted by their samples)
+    expect(m.forVariant("other").at(1, 0).slowdown).toBeCloseTo(1.1, 12);
+    expect(m.forVariant(undefined).at(1, 0).slowdown).toBeCloseTo(1.1, 12);
+    // Points that name no variant: every variant reads them all.
+    expect(variantContention([pt(1, 0, 1.3, 1.2)]).forVariant("int8").at(1, 0)).toEqual({ slowdown: 1.3, p50Ratio: 1.2 });
+  });
+});
 
 describe("calibration: the contention model", () => {
   // (given out of order: the model sorts them)

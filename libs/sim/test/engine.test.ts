@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Simulator, ScheduledArrivals, constantRate, drop, type ArrivalProcess, type Query, type Queue, type SimResult } from "../src/index.js";
+import { Simulator, ScheduledArrivals, constantRate, drop, POOL_DEADLINE, type ArrivalProcess, type Query, type Queue, type SimResult } from "../src/index.js";
 import { billedCost } from "../src/billing.js";
 import { EventHeap } from "../src/heap.js";
 import { createRng } from "@sloserve/policy";
@@ -180,6 +180,19 @@ describe("engine", () => {
     expect(r.functionCostDollars).toBeCloseTo(3 * 2e-7 + 3 * 3.14 * 0.0000166667, 10);
   });
 
+  it("engine - a bounded function pool: an invocation waits for a container, and fails at its deadline as the live pool's", () => {
+    const sim = new Simulator({ seed: 1, durationMs: 10_000 });
+    const pool = sim.addFunctionPool({ name: "local", latencyMs: 400, coldStartMs: 0, memoryGb: 1, maxConcurrency: 1 });
+    // SLO 1000 ms: q0 runs 0-400, q1 waits and runs 400-800, q2 would start at 800 and end at 1200 (late,
+    // but it starts before its deadline), q3's container frees at 1200, after its deadline (1003).
+    sim.addStream({ app: "a", sloMs: 1000, process: at(0, 1, 2, 3) });
+    sim.setRouter((_q, _f, cause) => (cause === "arrival" ? pool : null));
+    const r = sim.run();
+    expect([r.completed, r.dropped, r.sloMet]).toEqual([3, 1, 2]);
+    expect(r.droppedByReason).toEqual({ [POOL_DEADLINE]: 1 });
+    expect(r.latencyMs.max).toBe(1198);
+  });
+
   it("engine - an uncounted stream is served (it queues ahead, warms functions) but enters no result", () => {
     // Warm-up queries at 0 and 10 (uncounted), then the measured ones at 20 and 30, on one 50 ms replica.
     const sim = new Simulator({ seed: 1, durationMs: 10_000 });
@@ -292,7 +305,7 @@ describe("engine", () => {
   it("engine - a queue keeps its waiting queries in order through growth and put-backs", () => {
     const sim = new Simulator({ seed: 1, durationMs: 1000 });
     const q = sim.addQueue({ name: "v" });
-    const mk = (id: number): Query => ({ id, stream: 0, app: "a", arrivalMs: id, sloMs: 10, minAccuracy: 0, maxCostPerQuery: Infinity, enqueuedMs: id, hops: 0, outstanding: 1, failed: false, data: undefined });
+    const mk = (id: number): Query => ({ id, stream: 0, app: "a", arrivalMs: id, sloMs: 10, timeoutMs: undefined, minAccuracy: 0, maxCostPerQuery: Infinity, enqueuedMs: id, hops: 0, outstanding: 1, failed: false, data: undefined });
     const model: number[] = [];
     let next = 0;
     const rng = createRng(5);

@@ -5,7 +5,7 @@ import { compileOptions } from "@sloserve/contracts";
 import { executorCpuSettings } from "@sloserve/settings";
 import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
-import { ExecutorMetrics, Worker, emulatedBackend, onnxBackend, readEmulationCalibration } from "@sloserve/executor";
+import { ExecutorMetrics, Worker, emulatedBackend, onnxBackend, readEmulationCalibration, readProfileCalibration } from "@sloserve/executor";
 import { startServiceMetrics } from "@sloserve/metrics";
 
 /**
@@ -26,7 +26,7 @@ await runService("executor-cpu", process.env, async (log) => {
   const backend = emulated
     ? emulatedBackend("cpu", { fallback: options.EMULATED_LATENCY_MS, ...(options.EMULATED_CALIBRATION ? { calibration: readEmulationCalibration(options.EMULATED_CALIBRATION) } : {}) })
     : onnxBackend("cpu", ["cpu"]);
-  const worker = new Worker(bus, store, backend, { id, threads: options.WORKER_THREADS, memoryBytes: options.WORKER_MEMORY_MB * 1048576, metrics: new ExecutorMetrics(metrics.registry) }, log.child({ worker: id }), systemClock);
+  const worker = new Worker(bus, store, backend, { id, threads: options.WORKER_THREADS, memoryBytes: options.WORKER_MEMORY_MB * 1048576, metrics: new ExecutorMetrics(metrics.registry), ...(options.PROFILE_CALIBRATION ? { profileCalibration: readProfileCalibration(options.PROFILE_CALIBRATION) } : {}) }, log.child({ worker: id }), systemClock);
   await worker.start();
   return {
     info: { worker: id, backend: options.BACKEND, threads: options.WORKER_THREADS, memoryMb: options.WORKER_MEMORY_MB, metricsPort: metrics.port },

@@ -5,7 +5,7 @@ import { compileOptions } from "@sloserve/contracts";
 import { executorGpuSettings } from "@sloserve/settings";
 import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
-import { ExecutorMetrics, Worker, emulatedBackend, onnxBackend, readEmulationCalibration, type BackendFactory } from "@sloserve/executor";
+import { ExecutorMetrics, Worker, emulatedBackend, onnxBackend, readEmulationCalibration, readProfileCalibration, type BackendFactory } from "@sloserve/executor";
 import { startServiceMetrics } from "@sloserve/metrics";
 import { probeExecutionProvider } from "@sloserve/runtime";
 import { tensorrtEnvironment, type GpuOffer } from "@sloserve/policy";
@@ -52,7 +52,7 @@ await runService("executor-gpu", process.env, async (log) => {
   const bus = await connectBus({ servers: options.NATS_URL, name: `executor-gpu ${id}`, log, replicas: options.JS_REPLICAS });
   const store = MetadataStore.connect(options.REDIS_URL);
   const metrics = await startServiceMetrics(options, log);
-  const worker = new Worker(bus, store, backend, { id, threads: options.WORKER_SLOTS, memoryBytes: options.WORKER_MEMORY_MB * 1048576, metrics: new ExecutorMetrics(metrics.registry), accelerators: options.ACCELERATORS, ...(options.GPU_MEMORY_MB ? { acceleratorMemoryBytes: options.GPU_MEMORY_MB * 1048576 } : {}) }, log.child({ worker: id }), systemClock);
+  const worker = new Worker(bus, store, backend, { id, threads: options.WORKER_SLOTS, memoryBytes: options.WORKER_MEMORY_MB * 1048576, metrics: new ExecutorMetrics(metrics.registry), ...(options.PROFILE_CALIBRATION ? { profileCalibration: readProfileCalibration(options.PROFILE_CALIBRATION) } : {}), accelerators: options.ACCELERATORS, ...(options.GPU_MEMORY_MB ? { acceleratorMemoryBytes: options.GPU_MEMORY_MB * 1048576 } : {}) }, log.child({ worker: id }), systemClock);
   await worker.start();
   return {
     info: { worker: id, backend: options.BACKEND, slots: options.WORKER_SLOTS, accelerators: options.ACCELERATORS, device: options.GPU_DEVICE_ID, ...(tensorrt ? { tensorrt } : {}), metricsPort: metrics.port },

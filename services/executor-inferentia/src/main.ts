@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import { compileOptions } from "@sloserve/contracts";
 import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
-import { ExecutorMetrics, Worker, emulatedBackend, readEmulationCalibration, type BackendFactory } from "@sloserve/executor";
+import { ExecutorMetrics, Worker, emulatedBackend, readEmulationCalibration, readProfileCalibration, type BackendFactory } from "@sloserve/executor";
 import { startServiceMetrics } from "@sloserve/metrics";
 import { OipClient } from "./oip-client.js";
 import { neuronBackend } from "./neuron-backend.js";
@@ -41,7 +41,7 @@ await runService("executor-inferentia", process.env, async (log) => {
   const bus = await connectBus({ servers: options.NATS_URL, name: `executor-inferentia ${id}`, log, replicas: options.JS_REPLICAS });
   const store = MetadataStore.connect(options.REDIS_URL);
   const metrics = await startServiceMetrics(options, log);
-  const worker = new Worker(bus, store, backend, { id, threads: options.WORKER_SLOTS, memoryBytes: options.WORKER_MEMORY_MB * 1048576, metrics: new ExecutorMetrics(metrics.registry), accelerators: options.ACCELERATORS }, log.child({ worker: id }), systemClock);
+  const worker = new Worker(bus, store, backend, { id, threads: options.WORKER_SLOTS, memoryBytes: options.WORKER_MEMORY_MB * 1048576, metrics: new ExecutorMetrics(metrics.registry), ...(options.PROFILE_CALIBRATION ? { profileCalibration: readProfileCalibration(options.PROFILE_CALIBRATION) } : {}), accelerators: options.ACCELERATORS }, log.child({ worker: id }), systemClock);
   await worker.start();
   return {
     info: { worker: id, backend: options.BACKEND, ...(client ? { server: options.NEURON_SERVER } : {}), slots: options.WORKER_SLOTS, accelerators: options.ACCELERATORS, metricsPort: metrics.port },

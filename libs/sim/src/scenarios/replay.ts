@@ -44,8 +44,8 @@ import {
   type AppForecast, type ForecastPlanState, type VariantProfile,
 } from "@sloserve/policy";
 import { DEFAULT_SCALING_POLICY, scalingRulesOf, type ScalingPolicy } from "@sloserve/policy";
-import type { CalibratedVariant, Calibration, ContentionPoint } from "@sloserve/contracts";
-import { contentionModel, drawSample, meanOf, medianOf, reportTimes } from "../calibration.js";
+import { DEFAULT_QUERY_TIMEOUT_MS, type CalibratedVariant, type Calibration, type ContentionPoint } from "@sloserve/contracts";
+import { drawSample, meanOf, medianOf, reportTimes, variantContention, type Contention } from "../calibration.js";
 import { Simulator, type Machine, type MachineOptions, type Replica } from "../engine.js";
 import { installInfaas, liveSettingsNote } from "../systems/infaas.js";
 import type { Chart, Scenario, ScenarioResult } from "../scenario.js";
@@ -116,6 +116,12 @@ export interface ReplayConfig extends Required<ReplayOptions> {
   horizon: number;
   /** Not compressed (see the module comment). */
   functionKeepAliveMs: number;
+  /**
+   * When the executor sheds a query and the function pool gives up on it, ms after it arrives: the
+   * replay's client sends no deadline, so the dispatcher's default (DEFAULT_QUERY_TIMEOUT_MS), not
+   * compressed; the SLO decides overflow only.
+   */
+  queryTimeoutMs: number;
 }
 
 export function replayConfig(o: ReplayOptions): ReplayConfig {
@@ -149,6 +155,7 @@ export function replayConfig(o: ReplayOptions): ReplayConfig {
     season: Math.max(2, Math.round(86_400 / (k * unitS))),
     horizon: 60,
     functionKeepAliveMs: 600_000,
+    queryTimeoutMs: DEFAULT_QUERY_TIMEOUT_MS,
   };
 }
 
@@ -624,8 +631,10 @@ function buildReplaySim(input: ReplaySimInput, totalMs: number): ReplaySimBuild 
           const s = input.slowdown !== undefined ? secondOf(input.slowdown, nowMs) : m.slowdown;
           const f = input.observedFactor !== undefined ? secondOf(input.observedFactor, nowMs) : m.p50Ratio / m.slowdown;
           for (const x of sim.machines) {
-            x.slowdown = s;
-            x.observedFactor = f;
+            // (a machine serving nothing, or booting, runs at the host's main reading)
+            const own = input.slowdown === undefined ? m.byMachine.get(x) : undefined;
+            x.slowdown = own ? own.slowdown : s;
+            x.observedFactor = own && input.observedFactor === undefined ? own.p50Ratio / own.slowdown : f;
           }
           if (nowMs < totalMs) {
             contention.demand.push(m.demand);
@@ -666,6 +675,7 @@ function buildReplaySim(input: ReplaySimInput, totalMs: number): ReplaySimBuild 
       sim.addStream({
         app: c.app,
         sloMs: c.sloMs,
+        timeoutMs: c.queryTimeoutMs,
         minAccuracy: c.minAccuracy,
         process: new ReplayArrivals(arrivalsMs),
         init: (q) => void (perSecond[Math.floor(q.arrivalMs / 1000)]! += 1),
@@ -684,10 +694,15 @@ function buildReplaySim(input: ReplaySimInput, totalMs: number): ReplaySimBuild 
  * the calibration's `booting` points are measured from the process's start to its first report), the
  * worker processes serving now (the machines whose instances the demand sums: up or draining, as the
  * calibration's `workers` count the workers serving, the booting ones apart), and what the
- * calibration's points say of them ({@link contentionModel}).
+ * calibration's points say of them: for each machine, the points of the variant it served most in the
+ * second ({@link variantContention}: all the points for a variant the calibration did not sweep).
  */
-function contentionSecond(sim: Simulator, points: readonly ContentionPoint[], bootDelayMs: number): (nowMs: number) => { demand: number; booting: number; workers: number; slowdown: number; p50Ratio: number } {
-  const model = contentionModel(points);
+function contentionSecond(
+  sim: Simulator,
+  points: readonly ContentionPoint[],
+  bootDelayMs: number,
+): (nowMs: number) => { demand: number; booting: number; workers: number; slowdown: number; p50Ratio: number; byMachine: Map<Machine, Contention> } {
+  const models = variantContention(points);
   const busyBefore = new WeakMap<Replica, number>();
   let lastMs = 0;
   return (nowMs) => {
@@ -696,18 +711,36 @@ function contentionSecond(sim: Simulator, points: readonly ContentionPoint[], bo
     let demand = 0;
     let booting = 0;
     let workers = 0;
+    // Each machine's variant: the one whose instances there were busiest in the second (else its first instance's).
+    const served = new Map<Machine, string | undefined>();
+    const demandOf = new Map<string, number>();
     for (const m of sim.machines) {
       if (m.state === "booting" && nowMs - m.billedFromMs >= bootDelayMs) booting++;
       if (m.state !== "running" && m.state !== "draining") continue;
       workers++;
+      let top: string | undefined;
+      let topRan = -1;
       for (const r of m.replicas) {
         const busy = r.busyMsAt(nowMs);
         const ran = busy - (busyBefore.get(r) ?? 0);
         busyBefore.set(r, busy);
-        if (spanMs > 0 && ran > 0) demand += (ran / (m.slowdown * r.slowdown) / spanMs) * (r.uses["threads"] ?? 1);
+        if (ran > topRan) {
+          topRan = ran;
+          top = r.label;
+        }
+        if (spanMs > 0 && ran > 0) {
+          const d = (ran / (m.slowdown * r.slowdown) / spanMs) * (r.uses["threads"] ?? 1);
+          demand += d;
+          demandOf.set(r.label, (demandOf.get(r.label) ?? 0) + d);
+        }
       }
+      served.set(m, top);
     }
-    return { demand, booting, workers, ...model.at(demand, booting, workers) };
+    const byMachine = new Map<Machine, Contention>();
+    for (const [m, v] of served) byMachine.set(m, models.forVariant(v).at(demand, booting, workers));
+    // The series' figure: the reading of the variant with the most demand (of all the points without one).
+    const main = [...demandOf.entries()].sort((a, b) => b[1] - a[1])[0]?.[0];
+    return { demand, booting, workers, ...models.forVariant(main).at(demand, booting, workers), byMachine };
   };
 }
 
