@@ -757,7 +757,7 @@ const report = {
   workers: values.emulated ? "emulated" : "native",
   /** The live side's state when the window started, and the prediction's (its own play of the prelude). */
   window_start: { live: windowStart, predicted: predicted ? predictedStart(predicted.result.prelude) : null },
-  settings: { ...configReport(config), stack_env: { ...env.all, ...env.vmAutoscaler, ...(env.all.EMULATED_CALIBRATION ? { EMULATED_CALIBRATION: shown(env.all.EMULATED_CALIBRATION) } : {}) }, stack: values.base ? "given (--base)" : "started by the replay" },
+  settings: { ...configReport(config), stack_env: { ...env.all, ...env.vmAutoscaler, ...Object.fromEntries(["EMULATED_CALIBRATION", "PROFILE_CALIBRATION"].flatMap((k) => (env.all[k] ? [[k, shown(env.all[k])]] : []))) }, stack: values.base ? "given (--base)" : "started by the replay" },
   calibration: calibration ? { path: shown(calibrationPath), date: calibration.date, backend: calibration.backend, host: calibration.host } : null,
   variants,
   live: { ...liveReport, machine_seconds: live.machine_dollars / pricePerS },
