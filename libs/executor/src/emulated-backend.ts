@@ -1,6 +1,6 @@
-import { readFileSync } from "node:fs";
 import { randomInt } from "node:crypto";
 import { describeZodError, emulationPartOf } from "@sloserve/contracts";
+import { readJsonFile } from "./calibration-file.js";
 import { createRng, type Rng } from "@sloserve/policy";
 import type { BackendFactory, ModelBackend } from "./backend.js";
 import {
@@ -52,13 +52,7 @@ const timer = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 /** Reads and checks a calibration file (JSON, emulated-latency.ts `emulationCalibrationSchema`); a bad one throws, naming the file and the problem. */
 export function readEmulationCalibration(path: string): EmulationCalibration {
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(path, "utf8"));
-  } catch (err) {
-    throw new Error(`emulation calibration ${path}: ${(err as Error).message}`);
-  }
-  const parsed = emulationCalibrationSchema.safeParse(emulationPartOf(json));
+  const parsed = emulationCalibrationSchema.safeParse(emulationPartOf(readJsonFile(path, "emulation calibration")));
   if (!parsed.success) throw new Error(`emulation calibration ${path}: ${describeZodError(parsed.error)}`);
   return parsed.data;
 }

@@ -1,9 +1,6 @@
-import { readFileSync } from "node:fs";
 import {
   allocate,
-  calibrationSchema,
   decodeTensors,
-  describeZodError,
   elementCount,
   subjects,
   tensorRows,
@@ -21,6 +18,7 @@ import type { Bus, Logger } from "@sloserve/bus";
 import type { MetadataStore } from "@sloserve/store";
 import { DEFAULT_REPEAT, inputClasses, median, needMoreRuns, nextBatchSize, peakQps, quantile, top1Accuracy, type RepeatPolicy } from "@sloserve/policy";
 import type { BackendFactory, ModelBackend } from "./backend.js";
+import { readCalibrationFile } from "./calibration-file.js";
 
 /**
  * The profiler (INFaaS §3): on a worker of the variant's hardware, measures a model binary's load
@@ -67,15 +65,7 @@ export interface ProfileCalibration {
 
 /** Reads a calibration file for the profiler; throws naming the file and the problem. */
 export function readProfileCalibration(path: string): ProfileCalibration {
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(path, "utf8"));
-  } catch (err) {
-    throw new Error(`profile calibration ${path}: ${(err as Error).message}`);
-  }
-  const parsed = calibrationSchema.safeParse(json);
-  if (!parsed.success) throw new Error(`profile calibration ${path}: ${describeZodError(parsed.error)}`);
-  const c = parsed.data;
+  const c = readCalibrationFile(path, "profile calibration");
   const variants = new Map<string, Pick<VariantProfile, "latencyMs" | "latencyP99Ms" | "peakQps" | "loadLatencyMs"> & { memoryBytes?: number }>();
   for (const v of c.variants) {
     const batches = c.emulation.variants[v.name]?.batches ?? {};
