@@ -42,8 +42,9 @@ import { profileOf, registerApp, type Listing } from "./replay-models.js";
  *   --out FILE         the calibration file to write (relative to where npm run was typed)
  *   --app APP          the app to register and measure (heavy, digits or an OCR app). @default heavy,
  *                      or --from's app
- *   --emulated         every worker runs BACKEND=emulated (EMULATED_CALIBRATION=--from when given):
- *                      the file then describes the emulated fleet (backend "emulated")
+ *   --emulated         every worker runs BACKEND=emulated and the local function containers
+ *                      FUNCTION_BACKEND=emulated (EMULATED_CALIBRATION=--from when given): the file
+ *                      then describes the emulated fleet (backend "emulated")
  *   --from FILE        a native calibration file whose `emulation` part the emulated executors serve
  *   --max-workers N    the contention sweep goes up to N workers on this host. @default 4, 16 emulated
  *   --quick            shorter steps, fewer levels and rates (≤ 2 min instead of ≤ 6)
@@ -79,7 +80,10 @@ import { profileOf, registerApp, type Listing } from "./replay-models.js";
  *   loaded: their reports from the new process's start to its first report are a point with
  *   `booting: 1`.
  * - `bootMs`: launch → first report of each worker launched alone (the provider's BOOT_DELAY_MS, the
- *   replay's, included), at least 3.
+ *   replay's, included), at least 3. `groupBoots`: the same for the workers of a level launched at
+ *   once (after those samples), with how many were launched together; the workers up are driven at
+ *   half their capacity meanwhile, and their reports until the first new one reports are a point
+ *   with `booting` = that many.
  * - `reports`: the median interval between a worker's consecutive reports as received, and their
  *   standard deviation; `workerMemoryBytes`: the reports' `memoryBytes`.
  * - `host`: cores, memory, load average at the start.
@@ -153,6 +157,8 @@ const SETTLE_MS = quick ? 1000 : 2000;
 const RATES = quick ? [0.5, 0.9] : [0.25, 0.5, 0.9];
 /** Steps with a worker booting meanwhile (the first launches), at these shares. */
 const BOOTING_RATES = [0.9, 0.5];
+/** The share of capacity the workers up are driven at while a level's launches boot together. */
+const GROUP_BOOT_SHARE = 0.5;
 /** Boot samples at least (launches made alone). */
 const MIN_BOOT_SAMPLES = 3;
 /** Queries in flight at most, in seconds of the step's rate: a saturated host's backlog stays this short, so the next step starts clean. */
@@ -174,7 +180,7 @@ const levels = sweepLevels(maxWorkers);
 
 const config = replayConfig({ ...REPLAY_DEFAULTS, app });
 const env = replayStackEnv(config);
-const backendEnv: Record<string, string> = emulated ? { BACKEND: "emulated", ...(fromFile ? { EMULATED_CALIBRATION: fromFile } : {}) } : {};
+const backendEnv: Record<string, string> = emulated ? { BACKEND: "emulated", FUNCTION_BACKEND: "emulated", ...(fromFile ? { EMULATED_CALIBRATION: fromFile } : {}) } : {};
 /** What every service and worker runs with: the replay's settings (scripts/replay.ts). */
 const serviceEnv: Record<string, string> = { ...env.all, VARIANT_HARDWARE: "cpu", VARIANT_BATCH_SIZES: "1", VARIANT_CPU_THREADS: String(config.workerThreads), ...backendEnv };
 const stackDir = tempDir("calibrate");
@@ -442,6 +448,7 @@ async function main(): Promise<void> {
 
   const contention: ContentionPoint[] = [];
   const bootMs: number[] = [];
+  const groupBoots: Array<{ together: number; ms: number }> = [];
   const launched: WorkerInstance[] = [];
   const workers = [...staticWorkers];
   // The variant the stack's worker serves after the bursts (the model autoscaler has had its say under
@@ -579,6 +586,30 @@ async function main(): Promise<void> {
     return instance;
   }
 
+  /**
+   * Launches `n` workers at once while the workers up are driven at `loadShare` of their capacity, and
+   * waits for their first reports: each boot is a `groupBoots` sample (`together: n`), and the workers
+   * up's reports from the processes' start to the first of their first reports a point with `booting: n`.
+   */
+  async function launchGroup(n: number, loadShare: number): Promise<WorkerInstance[]> {
+    const load = startLoad(sweepVariant, loadShare * capacity());
+    await sleep(SETTLE_MS);
+    const p = provider;
+    if (!p) throw new Error("stopping");
+    const instances = await Promise.all(Array.from({ length: n }, () => p.launch({ kind: "cpu", instanceType: config.instanceType, reason: "calibration" })));
+    launched.push(...instances);
+    await until(`${n} workers launched together: their first reports`, () => instances.every((i) => firstSeen.has(i.workerId)), 300_000);
+    const counts = await load.stop();
+    const boots = instances.map((i) => firstSeen.get(i.workerId)! - i.launchedAtMs);
+    for (const ms of boots) groupBoots.push({ together: n, ms: Math.round(ms) });
+    const from = Math.min(...instances.map((i) => i.launchedAtMs)) + config.bootDelayMs + 500;
+    const to = Math.min(...instances.map((i) => firstSeen.get(i.workerId)!));
+    const point = to > from ? pointOf(from, to, n, new Set(instances.map((i) => i.workerId))) : undefined;
+    if (point) contention.push(point);
+    say(`  ${n} worker(s) launched together, ${workers.length} at ${(loadShare * 100).toFixed(0)}%: first reports after ${boots.map((b) => (b / 1000).toFixed(1)).join(", ")} s; ${point ? describe(point) : "no report with profiled busy time meanwhile: no point"}; ${describeCounts(counts)}`);
+    return instances;
+  }
+
   say(`contention: ${sweepVariant} on 1 … ${maxWorkers} worker(s), ${STEP_MS / 1000} s per step at ${RATES.map((r) => `${r * 100}%`).join(", ")} of their profiled capacity`);
   for (const w of workers) await pin(w);
   let bootingSteps = 0;
@@ -589,20 +620,19 @@ async function main(): Promise<void> {
     }
     const target = levels.find((l) => l > k);
     if (target === undefined) break;
-    // The first launches alone (boot samples; the first two with the workers up loaded), the rest of a level's at once.
-    const batch: Array<Promise<WorkerInstance>> = [];
-    while (k + batch.length < target) {
-      if (bootMs.length < MIN_BOOT_SAMPLES && batch.length === 0) {
-        const share = bootingSteps < BOOTING_RATES.length ? BOOTING_RATES[bootingSteps] : undefined;
-        if (share !== undefined) bootingSteps++;
-        const instance = await launch(true, share);
-        workers.push(instance.workerId);
-        await pin(instance.workerId);
-        k++;
-      } else batch.push(launch(false));
+    // The first launches alone (boot samples; the first two with the workers up loaded), the rest of a
+    // level's at once (with the workers up loaded: as the vm-autoscaler launches under load).
+    while (k < target && bootMs.length < MIN_BOOT_SAMPLES) {
+      const share = bootingSteps < BOOTING_RATES.length ? BOOTING_RATES[bootingSteps] : undefined;
+      if (share !== undefined) bootingSteps++;
+      const instance = await launch(true, share);
+      workers.push(instance.workerId);
+      await pin(instance.workerId);
+      k++;
     }
-    for (const instance of await Promise.all(batch)) workers.push(instance.workerId);
-    await Promise.all(batch.length > 0 ? workers.map((w) => pin(w)) : []);
+    if (target - k === 1) workers.push((await launch(true)).workerId);
+    else if (target > k) for (const instance of await launchGroup(target - k, GROUP_BOOT_SHARE)) workers.push(instance.workerId);
+    await Promise.all(workers.map((w) => pin(w)));
     k = workers.length;
   }
   // The other variants, level by level on the way down (launched workers stopped in between).
@@ -648,6 +678,7 @@ async function main(): Promise<void> {
     emulation,
     contention,
     bootMs: bootMs.map((b) => Math.round(b)),
+    ...(groupBoots.length > 0 ? { groupBoots } : {}),
     functions,
     reports: { periodMs: round(period ?? 1000, 1), jitterMs: round(jitter, 1) },
     workerMemoryBytes: memory ?? 0,
@@ -663,6 +694,7 @@ async function main(): Promise<void> {
   console.log(`  contention (${contention.length} points):`);
   for (const p of contention) console.log(`    workers ${String(p.workers ?? "?").padStart(2)}  demand ${p.demand.toFixed(2).padStart(5)}  booting ${p.booting}  slowdown ${p.slowdown.toFixed(2)}  p50Ratio ${p.p50Ratio.toFixed(2)}  (${p.samples} reports)`);
   console.log(`  boot: ${calibration.bootMs.join(", ")} ms (median ${q(calibration.bootMs, 0.5)})`);
+  for (const n of [...new Set(groupBoots.map((g) => g.together))]) console.log(`  boot, ${n} launched together: ${groupBoots.filter((g) => g.together === n).map((g) => g.ms).join(", ")} ms`);
   console.log(`  functions: ${functions.coldStartMs.length} cold (median ${q(functions.coldStartMs, 0.5)} ms), ${functions.warmMs.length} warm (median ${q(functions.warmMs, 0.5)} ms, p99 ${q(functions.warmMs, 0.99)} ms)`);
   console.log(`  reports: every ${calibration.reports.periodMs} ms ± ${calibration.reports.jitterMs} ms (${used.length} intervals); worker memory ${(calibration.workerMemoryBytes / 2 ** 30).toFixed(2)} GiB`);
 }

@@ -54,7 +54,7 @@ import { profileOf, registerApp, type Listing } from "./replay-models.js";
 const USAGE = `usage: npm run replay -- --out DIR --calibration FILE [--emulated] [--policy combined|infaas|mark|static-peak]
        [--trace FILE] [--speedup K] [--start-minute S] [--minutes M] [--peak-qps Q|auto | --peak-workers N]
        [--app APP] [--slo-ms MS] [--min-accuracy A] [--base URL [--nats URL]] [--max-workers N] [--seed N]
-       [--draws N] [--predict-only] [--consistency] [--no-progress]
+       [--function-pool N] [--draws N] [--predict-only] [--consistency] [--no-progress]
        npm run -s replay -- --print-env [--speedup K] [--policy P] [--emulated --calibration FILE]   (the stack's environment, for --base)`;
 
 /** The replay's policies: the vm-autoscaler's SCALING_POLICY, and static-peak: a static fleet sized for the window's peak. */
@@ -85,6 +85,7 @@ const { values } = parseArgs({
     emulated: { type: "boolean", default: false },
     policy: { type: "string", default: "combined" },
     "request-timeout-ms": { type: "string", default: "30000" },
+    "function-pool": { type: "string" },
     "no-progress": { type: "boolean", default: false },
     "print-env": { type: "boolean", default: false },
     help: { type: "boolean", short: "h" },
@@ -116,6 +117,12 @@ if (!REPLAY_POLICIES.includes(replayPolicy)) problems.push(`--policy: "${values.
 if (!values.calibration && !values.consistency && !values["print-env"]) problems.push("--calibration FILE: the prediction is made from a calibration (npm run calibrate -- --out FILE; --emulated: npm run calibrate -- --emulated --from NATIVE.json --out FILE), or give --consistency for the simulator fed this run's own measurements");
 if (values.emulated && !values.calibration) problems.push("--emulated: give --calibration FILE (an emulated calibration: the workers serve its batch times)");
 const requestTimeoutMs = num("request-timeout-ms", values["request-timeout-ms"], (n) => n > 0);
+/**
+ * The local function pool's size (default 4, the replay's). Emulated containers still are processes on
+ * this host (each a Node process, ~1 s of CPU to start): 48 of them, tried as Lambda's stand-ins beside
+ * an 8-worker emulated fleet, overloaded its two cores (cold starts of 27 s, 55.6% within the SLO).
+ */
+const functionPoolSize = values["function-pool"] !== undefined ? num("function-pool", values["function-pool"], (n) => Number.isInteger(n) && n >= 1) : undefined;
 if (problems.length > 0) {
   console.error(`${problems.join("\n")}\n${USAGE}`);
   process.exit(2);
@@ -147,7 +154,7 @@ function readCalibration(path: string): Calibration {
   return c;
 }
 const policy: ScalingPolicy = replayPolicy === "static-peak" ? "static" : replayPolicy;
-const baseConfig = replayConfig({ speedup, app, sloMs, minAccuracy, maxWorkers, policy });
+const baseConfig = replayConfig({ speedup, app, sloMs, minAccuracy, maxWorkers, policy, ...(functionPoolSize !== undefined ? { functionPoolSize } : {}) });
 /** The calibration's variants as the decision code reads them; the peak and the static fleet are sized on the one selection serves. */
 const calibratedVariants = calibration?.variants.map(calibratedProfile) ?? [];
 const servedCalibrated = calibration ? replayPreloadVariant(calibratedVariants, baseConfig) : undefined;
@@ -170,13 +177,14 @@ const staticPeakWorkers = (): number => {
   return Math.ceil(peakFromCalibration / one);
 };
 const staticWorkers = replayPolicy === "static-peak" ? staticPeakWorkers() : undefined;
-const config = replayConfig({ speedup, app, sloMs, minAccuracy, maxWorkers: Math.max(maxWorkers, staticWorkers ?? 0), policy, ...(staticWorkers !== undefined ? { staticWorkers } : {}) });
+const config = replayConfig({ speedup, app, sloMs, minAccuracy, maxWorkers: Math.max(maxWorkers, staticWorkers ?? 0), policy, ...(staticWorkers !== undefined ? { staticWorkers } : {}), ...(functionPoolSize !== undefined ? { functionPoolSize } : {}) });
 const env = replayStackEnv(config);
 // The profiler records the calibration's timings (libs/executor profiler.ts): live decisions and the prediction read one profile.
 if (calibrationPath) Object.assign(env.all, { PROFILE_CALIBRATION: calibrationPath });
 if (values.emulated && calibrationPath) {
-  // Every worker serves the calibration's batch times: the stack's own and those the vm-autoscaler launches.
-  Object.assign(env.all, { BACKEND: "emulated", EMULATED_CALIBRATION: calibrationPath });
+  // Every worker serves the calibration's batch times: the stack's own and those the vm-autoscaler
+  // launches; so do the local function containers (functions stand for Lambda's, off this host).
+  Object.assign(env.all, { BACKEND: "emulated", FUNCTION_BACKEND: "emulated", EMULATED_CALIBRATION: calibrationPath });
   Object.assign(env.vmAutoscaler, { LOCAL_WORKER_BACKEND: "emulated" });
 }
 if (values["print-env"]) {
@@ -409,7 +417,13 @@ const outcomes: Outcome[] = [];
  */
 let warmMemory = initialSloMonitorState;
 let inFlight = 0;
-const MAX_IN_FLIGHT = 2000;
+/**
+ * The client's own limit on queries in flight (beyond it a query is recorded failed, `client_backlog`,
+ * unsent): a guard for this process's memory, far above what a stack that keeps up holds (the peak
+ * rate × the SLO), so that at a fleet's peak rates the client does not fail queries the stack would
+ * still answer, which the simulator, whose callers have no such limit, cannot predict.
+ */
+const MAX_IN_FLIGHT = 20_000;
 
 /** Sends one model-less query over NATS (binary tensors, the SLO in headers); its outcome is recorded whatever happens. */
 function send(dueMs = 0): Promise<void> {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { connectBus, createLogger, PresenceWatch, PRESENCE_MISSED_BEATS, ResendingRequester, type Bus, type DispatcherPresence, type ReconnectEvent } from "@sloserve/bus";
+import { connectBus, createLogger, PresenceWatch, PRESENCE_FORGET_MS, PRESENCE_MISSED_BEATS, ResendingRequester, type Bus, type DispatcherPresence, type ReconnectEvent } from "@sloserve/bus";
 import { subjects } from "@sloserve/contracts";
 import { startNats, type ServerHandle } from "@sloserve/stack";
 import { waitFor } from "@sloserve/testing";
@@ -149,7 +149,7 @@ describe("requests sent again after a lost connection", () => {
     }
   });
 
-  it("resend - dispatcher presence: silent for more than its missed beats, or leaving, counts as gone once", () => {
+  it("resend - dispatcher presence: silent for more than its missed beats counts as gone, again each such period while silent; leaving, once", () => {
     const w = new PresenceWatch();
     const beat = (dispatcher: string, extra: Partial<DispatcherPresence> = {}): DispatcherPresence => ({ dispatcher, at_ms: 0, every_ms: 1000, ...extra });
     expect(w.heard(beat("a"), 0)).toBe(false);
@@ -159,22 +159,24 @@ describe("requests sent again after a lost connection", () => {
     const table: Array<[number, string[], string[]]> = [
       [PRESENCE_MISSED_BEATS * 200, [], []],
       [1000, ["a"], ["c"]],
-      [3000, ["a"], []],
+      [1500, ["a"], []],
+      [3000, ["a"], ["c"]],
       [3001, [], ["b"]],
-      [6000, [], []],
+      [6000, [], ["c"]],
+      [6002, [], ["a", "b"]],
+      // Heard again: no longer silent.
+      [6100, ["c"], []],
     ];
-    const found: string[][] = [];
     for (const [now, beats, expected] of table) {
       for (const d of beats) w.heard(beat(d), now);
-      const silent = w.silent(now);
-      found.push(silent);
-      expect(silent, `at ${now} ms`).toEqual(expected);
+      expect(w.silent(now), `at ${now} ms`).toEqual(expected);
     }
-    expect(found.flat().sort()).toEqual(["b", "c"]);
+    // Silent past PRESENCE_FORGET_MS: forgotten.
+    expect(w.silent(3000 + PRESENCE_FORGET_MS + 1)).toEqual(["c"]);
     expect(w.known).toBe(1);
-    expect(w.heard(beat("a", { leaving: true }), 6100)).toBe(true);
+    expect(w.heard(beat("c", { leaving: true }), 6100 + PRESENCE_FORGET_MS)).toBe(true);
     expect(w.known).toBe(0);
-    expect(w.silent(100_000)).toEqual([]);
+    expect(w.silent(200_000)).toEqual([]);
   });
 
   it("resend - a request held by a dispatcher that goes silent is sent again and answered by another", async () => {

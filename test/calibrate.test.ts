@@ -78,7 +78,8 @@ describe("calibrate", () => {
     expect(n.functions.coldStartMs.length + n.functions.warmMs.length, first.output).toBeGreaterThan(0);
 
     const emulated = join(dir, "emulated.json");
-    const second = await run(["--emulated", "--from", native, "--out", emulated, "--quick", "--max-workers", "2"], 240_000);
+    // (up to 6 workers: 1, then 3 launched alone for the boot samples, then 2 launched together)
+    const second = await run(["--emulated", "--from", native, "--out", emulated, "--quick", "--max-workers", "6"], 300_000);
     expect(second.code, second.output.slice(-4000)).toBe(0);
     const e = calibrationSchema.parse(JSON.parse(readFileSync(emulated, "utf8")));
     checkSane(e, "emulated", second.output);
@@ -87,5 +88,9 @@ describe("calibrate", () => {
       const before = n.emulation.variants[v.name]?.batches["1"];
       if (before) expect(v.latencyMs["1"], v.name).toBeGreaterThan(0.5 * before.p50);
     }
-  }, 500_000);
+    // The launches made together: their boots with how many, and a point with as many booting.
+    expect(e.groupBoots?.map((g) => g.together), second.output).toEqual([2, 2]);
+    for (const g of e.groupBoots ?? []) expect(g.ms).toBeGreaterThan(0);
+    expect(e.contention.some((p) => p.booting === 2), second.output).toBe(true);
+  }, 600_000);
 });

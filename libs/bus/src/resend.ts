@@ -230,15 +230,21 @@ export interface DispatcherPresence {
 /** Heartbeats a dispatcher may miss before it counts as gone. */
 export const PRESENCE_MISSED_BEATS = 3;
 
+/** A dispatcher silent this long is forgotten (no more resends for it), ms. */
+export const PRESENCE_FORGET_MS = 60_000;
+
 /**
  * The dispatchers heard from, and which went silent: a dispatcher that dies holds the queries it
  * received and had not yet queued, and their callers would wait until their deadline. Once one misses
  * {@link PRESENCE_MISSED_BEATS} heartbeats (or says it leaves), the requests still waiting are sent
- * again ({@link ResendingRequester.resendWaiting}); the survivors of the queue group take them. Times
- * are the receiver's own (a heartbeat's arrival), so the clocks of the two machines never meet.
+ * again ({@link ResendingRequester.resendWaiting}); the survivors of the queue group take them. While
+ * it stays silent it counts as gone again every missed-beats period, up to {@link PRESENCE_FORGET_MS}:
+ * a dispatcher paused or cut off keeps its subscriptions on the server, which may give it a resend,
+ * or a new query, again. Times are the receiver's own (a heartbeat's arrival), so the clocks of the
+ * two machines never meet.
  */
 export class PresenceWatch {
-  private readonly lastHeard = new Map<string, { atMs: number; everyMs: number }>();
+  private readonly lastHeard = new Map<string, { atMs: number; everyMs: number; goneAtMs?: number }>();
 
   /** A heartbeat heard at `nowMs`; returns true when it says the dispatcher leaves (it is forgotten). */
   heard(p: DispatcherPresence, nowMs: number): boolean {
@@ -250,13 +256,15 @@ export class PresenceWatch {
     return false;
   }
 
-  /** The dispatchers silent for more than their missed beats at `nowMs`, forgotten from now on. */
+  /** The dispatchers silent for more than their missed beats at `nowMs`, and not found so in the last such period. */
   silent(nowMs: number): string[] {
     const gone: string[] = [];
     for (const [id, h] of this.lastHeard) {
-      if (nowMs - h.atMs > PRESENCE_MISSED_BEATS * h.everyMs) {
+      const missedMs = PRESENCE_MISSED_BEATS * h.everyMs;
+      if (nowMs - h.atMs > PRESENCE_FORGET_MS) this.lastHeard.delete(id);
+      else if (nowMs - h.atMs > missedMs && (h.goneAtMs === undefined || nowMs - h.goneAtMs > missedMs)) {
         gone.push(id);
-        this.lastHeard.delete(id);
+        h.goneAtMs = nowMs;
       }
     }
     return gone;

@@ -45,6 +45,19 @@ export const emulationCalibrationSchema = z
 export type EmulationCalibration = z.infer<typeof emulationCalibrationSchema>;
 
 
+/** An emulated engine's latency without calibration (EMULATED_LATENCY_MS): `<ms per batch>+<ms per row>` (or `<ms per batch>`) → `{ batchMs, itemMs }`. */
+export const linearLatencySchema = z
+  .string()
+  .default("5+1")
+  .transform((s, ctx) => {
+    const m = /^\s*(\d+(?:\.\d+)?)\s*(?:\+\s*(\d+(?:\.\d+)?)\s*)?$/.exec(s);
+    if (!m) {
+      ctx.addIssue({ code: "custom", message: `${JSON.stringify(s)}: use <ms per batch>+<ms per row>, e.g. 5+1` });
+      return z.NEVER;
+    }
+    return { batchMs: Number(m[1]), itemMs: Number(m[2] ?? 0) };
+  });
+
 /** Batch time over the profile on a host, at a demand and with processes booting (one sweep point). */
 export const contentionPointSchema = z
   .object({
@@ -110,6 +123,11 @@ export const calibrationSchema = z
     contention: z.array(contentionPointSchema).min(1),
     /** Launch request to first report of a launched worker, ms, one per launch measured. */
     bootMs: z.array(z.number().nonnegative()).min(1),
+    /**
+     * Launch request to first report of workers launched together (`together` launches at once, this
+     * one included), ms, one per launch; absent in files from before it was measured.
+     */
+    groupBoots: z.array(z.object({ together: z.number().int().min(2), ms: z.number().nonnegative() }).strict()).optional(),
     /** Function invocations: cold ones' durations and warm ones', ms. */
     functions: z.object({ coldStartMs: z.array(z.number().nonnegative()), warmMs: z.array(z.number().nonnegative()) }).strict(),
     /** Worker reports: their period and its spread, ms. */

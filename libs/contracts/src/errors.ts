@@ -42,6 +42,11 @@ export const ErrorCode = {
    * queries in flight ("max_concurrency"); `details.retry_after_s` says when to try again (HTTP `Retry-After`).
    */
   quotaExceeded: "quota_exceeded",
+  /**
+   * Its app is over its weighted fair share of a congested worker pool while another app queries it too
+   * (libs/policy access/fair-share.ts); `details.retry_after_s` says when to try again (HTTP `Retry-After`).
+   */
+  fairShareExceeded: "fair_share_exceeded",
   /** An app without a quota (`GET /v1/apps/{app}/quota`). */
   unknownQuota: "unknown_quota",
   internal: "internal",
@@ -78,6 +83,7 @@ const httpStatusByCode: Record<ErrorCode, number> = {
   forbidden: 403,
   unknown_key: 404,
   quota_exceeded: 429,
+  fair_share_exceeded: 429,
   unknown_quota: 404,
   internal: 500,
 };

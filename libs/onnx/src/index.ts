@@ -8,7 +8,7 @@ export { ProtoWriter, readFields, readVarint, fieldInt, fieldInts, fieldBytes, f
 export type { ProtoField, WireType } from "./protobuf.js";
 export { OnnxDataType, encodeModel, encodeGraph, encodeNode, encodeTensor, encodeValueInfo, tensorBytes } from "./onnx-writer.js";
 export type { OnnxModel, OnnxGraph, OnnxNode, OnnxInitializer, OnnxAttribute, OnnxValueInfo, OnnxDataTypeCode } from "./onnx-writer.js";
-export { decodeModel, decodeGraph, decodeNode, decodeTensor } from "./onnx-reader.js";
-export type { DecodedModel, DecodedGraph, DecodedNode, DecodedTensor, DecodedAttribute } from "./onnx-reader.js";
+export { decodeModel, decodeGraph, decodeNode, decodeTensor, readGraphOutputs } from "./onnx-reader.js";
+export type { DecodedModel, DecodedGraph, DecodedNode, DecodedTensor, DecodedAttribute, DecodedValueInfo } from "./onnx-reader.js";
 export { quantizeDynamicInt8, quantizeWeightsInt8 } from "./quantize.js";
 export type { QuantizeOptions, QuantizeResult, QuantizedWeight } from "./quantize.js";

@@ -208,3 +208,46 @@ export function decodeModel(bytes: Uint8Array): DecodedModel {
   if (!graph) throw new Error("ONNX model has no graph");
   return { irVersion, opsets, graph, fields };
 }
+
+/** A graph input's or output's declared type: its ONNX element type (TensorProto.DataType) and dims (-1 where symbolic or absent). */
+export interface DecodedValueInfo {
+  readonly name: string;
+  readonly elemType: number;
+  readonly shape: readonly number[];
+}
+
+/** A ValueInfoProto: name, and the tensor type's element type and shape. */
+function decodeValueInfo(bytes: Uint8Array): DecodedValueInfo {
+  let name = "";
+  let elemType = 0;
+  const shape: number[] = [];
+  for (const f of readFields(bytes)) {
+    if (f.field === 1) name = fieldString(f);
+    else if (f.field === 2) {
+      // TypeProto: field 1, tensor_type { 1: elem_type, 2: shape { 1: dim { 1: dim_value | 2: dim_param } } }
+      for (const t of readFields(fieldBytes(f))) {
+        if (t.field !== 1) continue;
+        for (const tt of readFields(fieldBytes(t))) {
+          if (tt.field === 1) elemType = fieldInt(tt);
+          else if (tt.field === 2) {
+            for (const d of readFields(fieldBytes(tt))) {
+              if (d.field !== 1) continue;
+              let dim = -1;
+              for (const dd of readFields(fieldBytes(d))) if (dd.field === 1) dim = fieldInt(dd);
+              shape.push(dim > 0 ? dim : -1);
+            }
+          }
+        }
+      }
+    }
+  }
+  return { name, elemType, shape };
+}
+
+/** The graph's outputs as the model declares them, without decoding the rest of it (its weights stay unread). */
+export function readGraphOutputs(model: Uint8Array): DecodedValueInfo[] {
+  for (const f of readFields(model)) {
+    if (f.field === 7) return readFields(fieldBytes(f)).filter((g) => g.field === 12).map((g) => decodeValueInfo(fieldBytes(g)));
+  }
+  throw new Error("ONNX model has no graph");
+}

@@ -25,27 +25,7 @@ import { ErrorCode, ServeError, type Clock } from "@sloserve/contracts";
 import type { Logger } from "@sloserve/bus";
 import { isCallerFault } from "./function-handler.js";
 import type { FunctionProvider, FunctionRequest, FunctionResult, PrewarmOptions } from "./types.js";
-
-export interface BreakerOptions {
-  /** Longest one call may take, ms, even when the deadline is further. @default 30_000 */
-  capMs?: number;
-  /** Percentage of failed calls in the window above which the breaker opens. @default 50 */
-  errorThresholdPercentage?: number;
-  /** Calls in the window before the breaker may open. @default 5 */
-  volumeThreshold?: number;
-  /** Time open before a trial call (half-open), ms. @default 10_000 */
-  resetTimeoutMs?: number;
-  /** The rolling window the percentages are taken over, ms. @default 10_000 */
-  rollingWindowMs?: number;
-}
-
-export const BREAKER_DEFAULTS: Required<BreakerOptions> = {
-  capMs: 30_000,
-  errorThresholdPercentage: 50,
-  volumeThreshold: 5,
-  resetTimeoutMs: 10_000,
-  rollingWindowMs: 10_000,
-};
+import { BREAKER_DEFAULTS, type BreakerOptions } from "./defaults.js";
 
 export type BreakerState = "closed" | "open" | "half-open";
 

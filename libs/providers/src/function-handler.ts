@@ -16,8 +16,11 @@
  * Durations are measured with `performance.now()` (monotonic); the deadline is compared with the
  * injected clock.
  */
-import { ErrorCode, ServeError, checkInputs, decodeTensors, encodeTensors, isErrorCode, type Clock, type Tensor } from "@sloserve/contracts";
+import { ErrorCode, ServeError, checkInputs, decodeTensors, encodeTensors, isErrorCode, type Clock, type Datatype, type Tensor, type TensorSpec } from "@sloserve/contracts";
+import { readGraphOutputs } from "@sloserve/onnx";
 import { OnnxRunner } from "@sloserve/runtime";
+import type { Rng } from "@sloserve/policy";
+import { calibrationFor, drawLatencyMs, entryPoints, latencyModel, linearLatencyModel, queryRows, zeroOutputs, type EmulationCalibration } from "@sloserve/executor/emulation";
 
 /** One query for a function: the fields of `FunctionRequest` (types.ts). */
 export interface FunctionInvocation {
@@ -53,6 +56,24 @@ export interface FunctionHandlerOptions {
   servedBy?: Record<string, unknown>;
   /** onnxruntime threads inside one operator. @default 1 */
   intraOpThreads?: number;
+  /**
+   * Emulated invocations (FUNCTION_BACKEND=emulated): the model is still fetched (a cold start is the
+   * container's start and that fetch; no onnxruntime session, so a container holds no weights), its
+   * declared outputs shape the answer; an invocation waits a latency drawn as an emulated CPU
+   * worker's at its rows (libs/executor emulated-latency.ts: the variant's calibration entry, else
+   * `fallback`) and answers zeros, `served_by.backend` `emulated`. Inputs are not checked.
+   */
+  emulation?: FunctionEmulation;
+}
+
+/** What an emulated function container draws its latencies from (see {@link FunctionHandlerOptions.emulation}). */
+export interface FunctionEmulation {
+  calibration?: EmulationCalibration;
+  /** `batchMs + itemMs·rows` ms for a variant the calibration does not have. */
+  fallback: { batchMs: number; itemMs: number };
+  rng: Rng;
+  /** How a latency is waited. @default a timer */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 /** Error codes that mean the request itself is wrong: they are answers, not failures of the function. */
@@ -92,8 +113,29 @@ export function fromFailure(failure: { code?: unknown; message?: unknown }, cont
   return new ServeError(code, isCallerFault(code) ? message : `${context}: ${message}`);
 }
 
+/** An emulated invocation: waits a latency drawn for the variant at the query's rows, answers zeros of the outputs' shapes. */
+async function emulate(emulation: FunctionEmulation, variant: string, outputs: Parameters<typeof zeroOutputs>[0], tensors: Tensor[]): Promise<Tensor[]> {
+  const rows = queryRows(tensors);
+  const entry = calibrationFor(emulation.calibration, variant, "", "cpu");
+  const latency = entry ? latencyModel(entryPoints(entry)) : linearLatencyModel(emulation.fallback.batchMs, emulation.fallback.itemMs);
+  const ms = drawLatencyMs(latency(rows), emulation.rng);
+  if (ms > 0) await (emulation.sleep ?? ((t: number) => new Promise<void>((r) => setTimeout(r, t))))(ms);
+  return zeroOutputs(outputs, rows);
+}
+
+/** A model as a container holds it: onnxruntime's session, or (emulated) its declared outputs alone. */
+type Held = { runner: OnnxRunner } | { outputs: TensorSpec[] };
+
+/** ONNX element types (TensorProto.DataType) as the Open Inference Protocol names them. */
+const ONNX_DATATYPES: Readonly<Record<number, Datatype>> = { 1: "FP32", 2: "UINT8", 3: "INT8", 4: "UINT16", 5: "INT16", 6: "INT32", 7: "INT64", 9: "BOOL", 10: "FP16", 11: "FP64", 12: "UINT32", 13: "UINT64" };
+
+/** A model's outputs as its file declares them (the emulated container answers zeros of them). */
+function declaredOutputs(bytes: Uint8Array): TensorSpec[] {
+  return readGraphOutputs(bytes).map((o) => ({ name: o.name, datatype: ONNX_DATATYPES[o.elemType] ?? "FP32", shape: [...o.shape] }));
+}
+
 export class FunctionHandler {
-  private readonly runners = new Map<string, Promise<OnnxRunner>>();
+  private readonly runners = new Map<string, Promise<Held>>();
   private used = false;
 
   constructor(private readonly options: FunctionHandlerOptions) {}
@@ -104,9 +146,9 @@ export class FunctionHandler {
   }
 
   /** Loads the model once per container; a failed load is forgotten so that the next call tries again. */
-  private async runner(object: string): Promise<{ runner: OnnxRunner; loadMs: number }> {
+  private async runner(object: string): Promise<{ held: Held; loadMs: number }> {
     const cached = this.runners.get(object);
-    if (cached) return { runner: await cached, loadMs: 0 };
+    if (cached) return { held: await cached, loadMs: 0 };
     const started = performance.now();
     const loading = (async () => {
       let bytes: Uint8Array;
@@ -117,7 +159,9 @@ export class FunctionHandler {
         throw new ServeError(ErrorCode.internal, `cannot read model object '${object}': ${(err as Error).message}`);
       }
       try {
-        return await OnnxRunner.load(bytes, { intraOpThreads: this.options.intraOpThreads ?? 1 });
+        // (emulated: the outputs the file declares; no session, so a container holds no weights)
+        if (this.options.emulation) return { outputs: declaredOutputs(bytes) };
+        return { runner: await OnnxRunner.load(bytes, { intraOpThreads: this.options.intraOpThreads ?? 1 }) };
       } catch (err) {
         // The binary was validated when it was registered: failing to load it here is the function's problem.
         throw new ServeError(ErrorCode.internal, `cannot load model object '${object}': ${(err as Error).message}`);
@@ -125,8 +169,8 @@ export class FunctionHandler {
     })();
     this.runners.set(object, loading);
     try {
-      const runner = await loading;
-      return { runner, loadMs: performance.now() - started };
+      const held = await loading;
+      return { held, loadMs: performance.now() - started };
     } catch (err) {
       this.runners.delete(object);
       throw err;
@@ -147,29 +191,36 @@ export class FunctionHandler {
     const first = !this.used;
     this.used = true;
     const { tensors } = decodeTensors(invocation.payload);
-    const { runner, loadMs } = await this.runner(invocation.object);
-    checkInputs(
-      tensors.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, length: t.data.length })),
-      runner.signature.inputs,
-    );
+    const { held, loadMs } = await this.runner(invocation.object);
+    // (emulated, as the emulated executors: inputs are not checked)
+    if ("runner" in held) {
+      checkInputs(
+        tensors.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, length: t.data.length })),
+        held.runner.signature.inputs,
+      );
+    }
     const now = this.options.clock.now();
     if (now >= invocation.deadlineMs) {
       throw new ServeError(ErrorCode.deadlineExceeded, `the query's deadline passed ${now - invocation.deadlineMs} ms before it could run${loadMs > 0 ? ` (the model load took ${loadMs.toFixed(0)} ms)` : ""}`);
     }
     const runStarted = performance.now();
+    const emulation = this.options.emulation;
     let outputs: Tensor[];
-    try {
-      outputs = await runner.runOne(tensors);
-    } catch (err) {
-      // As the executor does: inputs that pass the signature check but fail in onnxruntime are bad data.
-      throw new ServeError(ErrorCode.invalidData, `inference failed: ${(err as Error).message}`);
+    if (!("runner" in held)) outputs = await emulate(emulation!, invocation.variant, held.outputs, tensors);
+    else {
+      try {
+        outputs = await held.runner.runOne(tensors);
+      } catch (err) {
+        // As the executor does: inputs that pass the signature check but fail in onnxruntime are bad data.
+        throw new ServeError(ErrorCode.invalidData, `inference failed: ${(err as Error).message}`);
+      }
     }
     const finished = performance.now();
     const coldStart = first || loadMs > 0;
     const round = (ms: number): number => Math.round(ms * 1000) / 1000;
     const payload = encodeTensors(outputs, {
       ...(invocation.requestId !== undefined ? { id: invocation.requestId } : {}),
-      served_by: { variant: invocation.variant, hardware: "function", ...this.options.servedBy, cold_start: coldStart },
+      served_by: { variant: invocation.variant, hardware: "function", ...this.options.servedBy, ...(emulation ? { backend: "emulated" } : {}), cold_start: coldStart },
       timing_ms: { load: round(loadMs), inference: round(finished - runStarted), total: round(finished - started) },
     });
     return { payload, coldStart, loadMs, inferenceMs: finished - runStarted, durationMs: performance.now() - started };
@@ -178,6 +229,6 @@ export class FunctionHandler {
   async close(): Promise<void> {
     const runners = [...this.runners.values()];
     this.runners.clear();
-    for (const r of await Promise.allSettled(runners)) if (r.status === "fulfilled") await r.value.release();
+    for (const r of await Promise.allSettled(runners)) if (r.status === "fulfilled" && "runner" in r.value) await r.value.runner.release();
   }
 }

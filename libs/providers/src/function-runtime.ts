@@ -7,10 +7,15 @@
  * Models come from the model repository (NATS_URL: the `models` object store bucket; each container
  * opens its own connection, as a worker does) or from a directory (MODELS_DIR, as a Lambda layer).
  * Environment: FUNCTION_ID, NATS_URL or MODELS_DIR, FUNCTION_THREADS (onnxruntime threads, default 1),
- * LOG_LEVEL (default "warn"). Logs are JSON lines on stdout.
+ * LOG_LEVEL (default "warn"), FUNCTION_BACKEND (`emulated`: invocations wait a drawn latency and answer
+ * zeros, function-handler.ts `emulation`, with EMULATED_CALIBRATION and EMULATED_LATENCY_MS as the
+ * dispatcher's settings say). Logs are JSON lines on stdout.
  */
+import { randomInt } from "node:crypto";
 import { z } from "zod";
-import { ErrorCode, compileOptions } from "@sloserve/contracts";
+import { createRng } from "@sloserve/policy";
+import { readEmulationCalibration } from "@sloserve/executor/emulation";
+import { ErrorCode, compileOptions, linearLatencySchema } from "@sloserve/contracts";
 import { connectBus, createLogger, systemClock, type Bus } from "@sloserve/bus";
 import { FunctionHandler, toFailure, type ModelSource } from "./function-handler.js";
 import { directoryModelSource, objectStoreModelSource } from "./model-sources.js";
@@ -23,6 +28,9 @@ const envSchema = z
     MODELS_DIR: z.string().min(1).optional(),
     FUNCTION_THREADS: z.coerce.number().int().min(1).max(64).default(1),
     LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("warn"),
+    FUNCTION_BACKEND: z.enum(["onnx", "emulated"]).default("onnx"),
+    EMULATED_CALIBRATION: z.string().min(1).optional(),
+    EMULATED_LATENCY_MS: linearLatencySchema,
   })
   .refine((env) => (env.NATS_URL === undefined) !== (env.MODELS_DIR === undefined), { message: "set exactly one of NATS_URL and MODELS_DIR" });
 
@@ -44,7 +52,11 @@ if (env.NATS_URL !== undefined) {
 } else {
   source = directoryModelSource(env.MODELS_DIR as string);
 }
-const handler = new FunctionHandler({ source, clock: systemClock, servedBy: { provider: "local", container: env.FUNCTION_ID }, intraOpThreads: env.FUNCTION_THREADS });
+const emulation =
+  env.FUNCTION_BACKEND === "emulated"
+    ? { fallback: env.EMULATED_LATENCY_MS, rng: createRng(randomInt(2 ** 31)), ...(env.EMULATED_CALIBRATION !== undefined ? { calibration: readEmulationCalibration(env.EMULATED_CALIBRATION) } : {}) }
+    : undefined;
+const handler = new FunctionHandler({ source, clock: systemClock, servedBy: { provider: "local", container: env.FUNCTION_ID }, intraOpThreads: env.FUNCTION_THREADS, ...(emulation ? { emulation } : {}) });
 
 async function serve(message: ToContainer): Promise<void> {
   try {

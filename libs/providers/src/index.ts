@@ -12,4 +12,5 @@ export * from "./model-sources.js";
 export * from "./local-functions.js";
 export * from "./lambda-functions.js";
 export * from "./breaker.js";
+export * from "./defaults.js";
 export { createLambdaHandler, type LambdaHandlerOptions, type LambdaResponse } from "./lambda-handler.js";

@@ -32,9 +32,6 @@ import type { InstanceState, Market, ProviderEvent, WorkerInstance, WorkerProvid
  * Requests carry `X-Nomad-Token` when a token is set, and `namespace`/`region` when given.
  */
 
-/** The Nomad job that runs the executors (deploy/nomad/executors.nomad.hcl), the vm-autoscaler's NOMAD_JOB default. */
-export const NOMAD_EXECUTORS_JOB = "sloserve-executors";
-
 /** The group of that job that runs a hardware kind's executor: `executor-cpu`, `executor-gpu`, `executor-inferentia`. */
 export function nomadExecutorGroup(kind: Hardware): string {
   return `executor-${kind}`;

@@ -1,5 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { connectBus, type Bus } from "@sloserve/bus";
 import { startNats, type ServerHandle } from "@sloserve/stack";
 import { ErrorCode, ManualClock, ServeError, encodeTensors } from "@sloserve/contracts";
@@ -96,6 +98,30 @@ describe("local function pool", () => {
     }
     expect(p.stats()).toEqual({ invocations: 6, coldStarts: 1, errors: 0, costDollars: cost });
     expect(p.poolStats()).toEqual({ containers: 1, starting: 0, idle: 1, busy: 0, waiting: 0 });
+  });
+
+  it("local functions - FUNCTION_BACKEND=emulated: a container starts and fetches the model (a cold start), each invocation waits the calibrated latency and answers zeros of the declared outputs", async () => {
+    const clock = new ManualClock(T0);
+    const dir = mkdtempSync(join(tmpdir(), "emulated-functions-"));
+    const calibration = join(dir, "calibration.json");
+    // A 300 ms median for the variant at batch 1 (P99 the same: no spread), far above the real model's few ms.
+    writeFileSync(calibration, JSON.stringify({ variants: { [VARIANT]: { batches: { "1": { p50: 300, p99: 300 } } } } }));
+    const p = pool({ clock, env: { FUNCTION_BACKEND: "emulated", EMULATED_CALIBRATION: calibration } });
+    const want = await reference(1, 4);
+    const cold = await p.invoke(request(clock, { requestId: "e-1" }));
+    expect(cold.coldStart).toBe(true);
+    const out = outputsOf(cold.payload);
+    expect(out.meta.served_by).toEqual({ variant: VARIANT, hardware: "function", provider: "local", container: "local-1", backend: "emulated", cold_start: true });
+    // Zeros of the model's output shape.
+    expect(out.data.length).toBe(want.length);
+    expect(Array.from(out.data).every((x) => x === 0)).toBe(true);
+    for (let i = 0; i < 3; i++) {
+      const warm = await p.invoke(request(clock));
+      expect(warm.coldStart).toBe(false);
+      expect(warm.durationMs).toBeGreaterThanOrEqual(299);
+      expect((outputsOf(warm.payload).meta.timing_ms as { inference: number }).inference).toBeGreaterThanOrEqual(299);
+    }
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it("local functions - keep-alive: an idle container exits keepAliveMs after its last use; the next query starts cold", async () => {

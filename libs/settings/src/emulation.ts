@@ -1,22 +1,10 @@
 import { z } from "zod";
+import { linearLatencySchema } from "@sloserve/contracts";
 
 /**
  * The executors' emulated engine (`BACKEND=emulated`, libs/executor emulated-backend.ts): each
  * executor's schema takes these beside its own BACKEND.
  */
-
-/** `<ms per batch>+<ms per row>` (or `<ms per batch>`) → `{ batchMs, itemMs }`. */
-const linearLatency = z
-  .string()
-  .default("5+1")
-  .transform((s, ctx) => {
-    const m = /^\s*(\d+(?:\.\d+)?)\s*(?:\+\s*(\d+(?:\.\d+)?)\s*)?$/.exec(s);
-    if (!m) {
-      ctx.addIssue({ code: "custom", message: `${JSON.stringify(s)}: use <ms per batch>+<ms per row>, e.g. 5+1` });
-      return z.NEVER;
-    }
-    return { batchMs: Number(m[1]), itemMs: Number(m[2] ?? 0) };
-  });
 
 /** The meaning of an executor's BACKEND, whose own engine is `engine` (`what`). */
 export function backendDescription(engine: string, what: string): string {
@@ -27,10 +15,10 @@ export function backendDescription(engine: string, what: string): string {
 export const emulationSettings = {
   EMULATED_CALIBRATION: z.string().optional().meta({
     description:
-      'BACKEND=emulated: a JSON file of latencies that win over the variants\' profiles: `{"variants": {"<variant>": E}, "models": {"<model>": {"<cpu|gpu|inferentia>": E}}}`, E = `{"batches": {"<batch size>": {"p50": ms, "p99": ms}}, "loadMs": ms, "accuracy": 0..1}` (p99, loadMs, accuracy optional); libs/executor emulated-latency.ts.',
+      'BACKEND=emulated (the dispatcher: FUNCTION_BACKEND=emulated): a JSON file of latencies that win over the variants\' profiles: `{"variants": {"<variant>": E}, "models": {"<model>": {"<cpu|gpu|inferentia>": E}}}`, E = `{"batches": {"<batch size>": {"p50": ms, "p99": ms}}, "loadMs": ms, "accuracy": 0..1}` (p99, loadMs, accuracy optional); libs/executor emulated-latency.ts.',
     defaultText: "none (each variant's profile)",
   }),
-  EMULATED_LATENCY_MS: linearLatency.describe(
-    "BACKEND=emulated: the median latency of a batch of a variant with neither calibration nor profile (a first profiling), `<ms per batch>+<ms per row>`; its P99 is 1.2× the median.",
+  EMULATED_LATENCY_MS: linearLatencySchema.describe(
+    "BACKEND=emulated (the dispatcher: FUNCTION_BACKEND=emulated): the median latency of a batch of a variant with neither calibration nor profile (a first profiling), `<ms per batch>+<ms per row>`; its P99 is 1.2× the median.",
   ),
 };

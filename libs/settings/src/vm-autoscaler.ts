@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { commonEnvSchema, hardwareSchema } from "@sloserve/contracts";
 import { DEFAULT_MACHINE_PLAN_CONFIG, DEFAULT_SCALING_POLICY, DEFAULT_VM_AUTOSCALER_CONFIG, LIVE_READING_TICKS, SCALING_POLICIES } from "@sloserve/policy";
-import { NOMAD_EXECUTORS_JOB } from "@sloserve/providers";
+import { NOMAD_EXECUTORS_JOB } from "@sloserve/providers/defaults";
 
 const kinds = z
   .string()

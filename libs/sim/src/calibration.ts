@@ -187,6 +187,41 @@ export function drawSample(samples: readonly number[], rng: Rng): number {
   return samples[Math.min(samples.length - 1, Math.floor(rng.next() * samples.length))]!;
 }
 
+/** Boot times measured with `together` launches at once (1: a launch alone). */
+export interface BootSamples {
+  together: number;
+  ms: number;
+}
+
+/**
+ * The boot time of a launch made while `together` launches (this one included) boot on the host, drawn
+ * from a calibration's samples: `lone` (launches alone, `bootMs`) and `groups` (launches made at once,
+ * `groupBoots`). Worker processes starting together share the host's cores, so a boot takes longer
+ * the more start with it (measured: 1.5-1.9 s alone, 4.6 s for 4 at once, 13.5 s for 8 on two cores).
+ * A count measured is drawn from its own samples; between two counts measured, a sample of the lower
+ * one scaled by the medians' linear interpolation at `together`; beyond the most measured, a sample
+ * of that count scaled by `together / count` (the boots share the host: each gets its part of it).
+ * With no group samples, every launch draws from `lone` (as before they were measured). Pure but for
+ * `rng`; throws when `lone` is empty.
+ */
+export function drawBootMs(lone: readonly number[], groups: readonly BootSamples[], together: number, rng: Rng): number {
+  const byCount = new Map<number, number[]>([[1, [...lone]]]);
+  for (const g of groups) if (g.together > 1) (byCount.get(g.together) ?? byCount.set(g.together, []).get(g.together)!).push(g.ms);
+  if (byCount.size === 1) return drawSample(lone, rng);
+  const counts = [...byCount.keys()].sort((a, b) => a - b);
+  const k = Math.max(1, together);
+  const exact = byCount.get(k);
+  if (exact) return drawSample(exact, rng);
+  const lower = counts.filter((c) => c < k).pop()!;
+  const upper = counts.find((c) => c > k);
+  const sample = drawSample(byCount.get(lower)!, rng);
+  const lowMedian = medianOf(byCount.get(lower)!)!;
+  if (upper === undefined) return sample * (k / lower);
+  const highMedian = medianOf(byCount.get(upper)!)!;
+  const at = lowMedian + ((highMedian - lowMedian) * (k - lower)) / (upper - lower);
+  return lowMedian > 0 ? (sample * at) / lowMedian : at;
+}
+
 /** Nearest-rank median (as scripts/replay.ts takes its measured medians), undefined when there is none. */
 export function medianOf(xs: readonly number[]): number | undefined {
   return xs.length > 0 ? quantile(xs, 0.5) : undefined;

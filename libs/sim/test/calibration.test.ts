@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ContentionPoint } from "@sloserve/contracts";
-import { contentionAt, contentionModel, createRng, drawSample, reportTimes, variantContention } from "../src/index.js";
+import { contentionAt, contentionModel, createRng, drawBootMs, drawSample, reportTimes, variantContention } from "../src/index.js";
 
 /**
  * What the simulator makes of a calibration file (libs/sim calibration.ts): the contention table read
@@ -156,5 +156,31 @@ describe("calibration: seeded draws", () => {
     expect(new Set(drawn)).toEqual(new Set(xs));
     expect(drawn.reduce((a, b) => a + b, 0) / n).toBeCloseTo(30, 0);
     expect(() => drawSample([], rng)).toThrow();
+  });
+
+  it("calibration - a boot draws by the launches booting with it: measured counts, between them, beyond them", () => {
+    const rng = createRng(2);
+    const lone = [1500, 1900];
+    const groups = [
+      { together: 4, ms: 4000 },
+      { together: 4, ms: 5000 },
+      { together: 8, ms: 13_000 },
+    ];
+    const draws = (together: number): Set<number> => new Set(Array.from({ length: 400 }, () => drawBootMs(lone, groups, together, rng)));
+    // A count measured: its own samples (0 and 1 both a launch alone).
+    expect(draws(1)).toEqual(new Set(lone));
+    expect(draws(0)).toEqual(new Set(lone));
+    expect(draws(4)).toEqual(new Set([4000, 5000]));
+    // Between 4 (median 4 000, nearest rank) and 8 (13 000): 6 reads half way, 8 500; a sample of 4's scaled by 8 500 / 4 000.
+    expect(draws(6)).toEqual(new Set([8500, 10_625]));
+    // Between 1 (median 1 500) and 4: 2 reads a third of the way, 2 333.3.
+    const two = [...draws(2)].sort((a, b) => a - b);
+    expect(two[0]).toBeCloseTo(1500 + 2500 / 3, 6);
+    expect(two[1]).toBeCloseTo((1900 * (1500 + 2500 / 3)) / 1500, 6);
+    // Beyond the most measured: that count's sample × together / count.
+    expect(draws(16)).toEqual(new Set([26_000]));
+    // Without group samples every count draws from the lone ones.
+    expect(new Set(Array.from({ length: 200 }, () => drawBootMs(lone, [], 5, rng)))).toEqual(new Set(lone));
+    expect(() => drawBootMs([], [], 1, rng)).toThrow();
   });
 });

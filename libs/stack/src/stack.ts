@@ -35,6 +35,12 @@ export interface StackOptions {
   logTo?: WriteStream;
   /** Extra environment for every service. */
   env?: Record<string, string>;
+  /**
+   * Environment of one service process, given what it would get (NATS_URL, …): e.g. a NATS_URL through
+   * a fault-injecting proxy (test/fault-proxy.ts). Called for each process started, the stack's and
+   * `startService`'s; what it returns overrides.
+   */
+  serviceEnv?: (name: string, env: Readonly<Record<string, string>>) => Record<string, string> | Promise<Record<string, string>>;
   /** How long each service may take to print its "ready" line. @default 60000 */
   startTimeoutMs?: number;
   /** Redis with an append-only file under `<dir>/redis`, so a restart keeps the registry (`npm start` does). @default false */
@@ -156,7 +162,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const start = async (name: string, extra: Record<string, string> = {}): Promise<ServiceHandle> => {
     // Each service but the frontend gets a metrics port of its own; the frontend, the admin key when auth is on.
     const own: Record<string, string> = name === "frontend" ? (adminKey ? { AUTH: "true", SLOSERVE_ADMIN_KEY: adminKey } : {}) : { METRICS_PORT: String(await freePort()) };
-    const s = await startService(name, { ...env, ...own, ...(natsUsers ? natsServiceEnv(name, natsUsers) : {}), ...extra }, { logTo: log, ...(options.startTimeoutMs ? { timeoutMs: options.startTimeoutMs } : {}) });
+    const merged = { ...env, ...own, ...(natsUsers ? natsServiceEnv(name, natsUsers) : {}), ...extra };
+    const s = await startService(name, { ...merged, ...(await options.serviceEnv?.(name, merged)) }, { logTo: log, ...(options.startTimeoutMs ? { timeoutMs: options.startTimeoutMs } : {}) });
     services.push(s);
     return s;
   };

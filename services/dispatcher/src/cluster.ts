@@ -2,6 +2,9 @@ import type { StateEvent, VariantMetrics, VariantState, WorkerReport } from "@sl
 import type { InstanceRecord } from "@sloserve/store";
 import { WORKER_STALE_MS, reportUtilization, type WorkerView } from "@sloserve/policy";
 
+/** A gap between two of its own heartbeats (sent every second) that says this dispatcher heard nothing meanwhile. */
+const HEARD_GAP_MS = 2_500;
+
 /**
  * The dispatcher's in-memory view of the running system: which variant instances run where and in
  * which state, and each worker's latest report. Fed by `state.>` events and `metrics.worker.*`
@@ -11,8 +14,12 @@ export class ClusterView {
   /** variant → worker → state */
   readonly instances = new Map<string, Map<string, VariantState>>();
   readonly workers = new Map<string, { report: WorkerReport; seenAtMs: number }>();
-  /** variant → arrivals/s and queue length, summed over workers, from the latest reports. */
-  readonly load = new Map<string, { arrivalsPerS: number; queueLength: number }>();
+  /** variant → arrivals/s, queue length, busy share and queries served/s, summed over workers, from the latest reports. */
+  readonly load = new Map<string, { arrivalsPerS: number; queueLength: number; busy: number; servedPerS: number }>();
+  /** variant → the last observed worker time per query (queryCostS), s. */
+  private readonly lastCostS = new Map<string, number>();
+  /** hardware kind → the threads of its live workers, from the latest reports. */
+  private readonly threads = new Map<string, number>();
 
   seed(instances: readonly InstanceRecord[], workers: readonly WorkerReport[], nowMs: number): void {
     for (const w of workers) this.applyReport(w, nowMs);
@@ -51,9 +58,27 @@ export class ClusterView {
     this.recomputeLoad();
   }
 
-  /** Forgets workers whose heartbeat is older than WORKER_STALE_MS; returns their last reports (the capacity lost). */
+  /**
+   * This dispatcher's own heartbeat came back to it from NATS (main.ts): its link and its event loop
+   * work. A silence longer than HEARD_GAP_MS before it (this process was paused, or its link stalled
+   * or was cut) starts the stale clock again: every worker's report was held up with its own.
+   */
+  heard(nowMs: number): void {
+    if (this.lastHeardMs === undefined || nowMs - this.lastHeardMs > HEARD_GAP_MS) this.hearingSinceMs = nowMs;
+    this.lastHeardMs = nowMs;
+  }
+
+  private lastHeardMs: number | undefined;
+  private hearingSinceMs = Number.NEGATIVE_INFINITY;
+
+  /**
+   * Forgets workers whose heartbeat is older than WORKER_STALE_MS; returns their last reports (the
+   * capacity lost). With `heard` called: none while this dispatcher hears nothing itself, nor before
+   * it has heard the bus again for WORKER_STALE_MS (a worker's silence is then its own, not this one's).
+   */
   prune(nowMs: number): WorkerReport[] {
     const gone: WorkerReport[] = [];
+    if (this.lastHeardMs !== undefined && (nowMs - this.lastHeardMs > HEARD_GAP_MS || nowMs - this.hearingSinceMs <= WORKER_STALE_MS)) return gone;
     for (const [id, w] of this.workers) {
       if (nowMs - w.seenAtMs > WORKER_STALE_MS) {
         this.forget(id);
@@ -93,14 +118,38 @@ export class ClusterView {
 
   private recomputeLoad(): void {
     this.load.clear();
+    this.threads.clear();
     for (const { report } of this.workers.values()) {
+      this.threads.set(report.hardware, (this.threads.get(report.hardware) ?? 0) + report.threads);
       for (const v of report.variants) {
-        const l = this.load.get(v.variant) ?? { arrivalsPerS: 0, queueLength: 0 };
+        const l = this.load.get(v.variant) ?? { arrivalsPerS: 0, queueLength: 0, busy: 0, servedPerS: 0 };
         l.arrivalsPerS += v.arrivals;
         l.queueLength += v.queueLength;
+        l.busy += v.utilisation;
+        l.servedPerS += v.served;
         this.load.set(v.variant, l);
       }
     }
+  }
+
+  /**
+   * Worker time one query of a variant takes, seconds (fair admission's cost, libs/policy
+   * fair-share.ts): busy time over queries served in the latest reports, summed over workers; when
+   * they served none, the last such figure; else one over the profiled peak rate; 0 when none is known.
+   */
+  queryCostS(variant: string, peakQps: number | undefined): number {
+    const l = this.load.get(variant);
+    if (l && l.servedPerS > 0 && l.busy > 0) {
+      const cost = l.busy / l.servedPerS;
+      this.lastCostS.set(variant, cost);
+      return cost;
+    }
+    return this.lastCostS.get(variant) ?? (peakQps !== undefined && peakQps > 0 ? 1 / peakQps : 0);
+  }
+
+  /** The worker time a hardware kind's live workers have a second: their threads. */
+  poolThreads(hardware: string): number {
+    return this.threads.get(hardware) ?? 0;
   }
 
   /** Arrivals per second of a variant on one worker, from that worker's latest report. */

@@ -37,6 +37,7 @@ import {
   routeModelQuery,
   queryElements,
   selectForApp,
+  type FairShareAdmission,
   type LoadPlacement,
   type OverflowDecision,
   type LoadRequest,
@@ -105,7 +106,33 @@ export class Dispatcher {
     private readonly coalesce = true,
     /** Apps' quotas for NATS callers' queries (quotas.ts); undefined: not enforced here. */
     private readonly quotas?: DispatcherQuotas,
+    /** Weighted fair admission between apps on a congested worker pool (FAIR_SHARE); undefined: off. */
+    private readonly fair?: FairShareAdmission,
   ) {}
+
+  /**
+   * Weighted fair admission (libs/policy access/fair-share.ts decides): every query routed to a
+   * variant, a frontend's and a NATS caller's alike, is charged its variant's cost on the pool of the
+   * variant's hardware; an app over its fair share of a congested pool is refused
+   * `fair_share_exceeded` (429) before it is counted as an arrival or queued. Weights: the apps'
+   * quota rates as this dispatcher knows them.
+   */
+  private fairShare(app: string, variant: VariantRecord, nowMs: number): void {
+    if (!this.fair) return;
+    const d = this.fair.admit(
+      {
+        pool: variant.hardware,
+        app,
+        quotaQps: this.quotas?.admission.quotaOf(app)?.rate_qps,
+        costS: this.cluster.queryCostS(variant.name, variant.profile?.peakQps),
+        capacity: this.cluster.poolThreads(variant.hardware),
+      },
+      nowMs,
+    );
+    if (d.admitted) return;
+    this.metrics?.quotaRefused(app, "fair_share");
+    throw d.error;
+  }
 
   /**
    * Charges a NATS caller's query to its app's quota before it is read or counted as an arrival
@@ -346,6 +373,7 @@ export class Dispatcher {
       const load = this.requestLoad(variant, `query for ${modelName}`, now);
       if (load.outcome !== "placed") throw this.loadRefused(variant, load.reason);
     }
+    this.fairShare(model.app, variant, now);
     this.arrivals.count(model.app, model.name, undefined);
     await this.enqueue(msg, variant, payload, json, now);
   }
@@ -372,6 +400,7 @@ export class Dispatcher {
     // The input's size picks the size class of variants profiled per class (libs/policy input-classes.ts).
     const req = { latencyMs: parsed.data.latency_ms, minAccuracy: parsed.data.min_accuracy, maxCostPerQuery: parsed.data.max_cost, ...(inputElements !== undefined ? { inputElements } : {}) };
     const variant = this.chooseForApp(app, req, now);
+    this.fairShare(app, variant, now);
     this.arrivals.count(app, variant.model, req.latencyMs);
     await this.enqueue(msg, variant, payload, json, now, req);
   }
@@ -417,6 +446,7 @@ export class Dispatcher {
       const load = this.requestLoad(variant, `query for variant ${variantName}`, now);
       if (load.outcome !== "placed") throw this.loadRefused(variant, load.reason);
     }
+    this.fairShare(model.app, variant, now);
     this.arrivals.count(model.app, model.name, undefined);
     await this.enqueue(msg, variant, payload, json, now);
   }

@@ -37,7 +37,13 @@ function createProvider(name: OverflowProviderName, options: DispatcherOptions, 
       maxConcurrency: options.FUNCTION_POOL_SIZE,
       keepAliveMs: options.FUNCTION_KEEP_ALIVE_MS,
       // The function processes connect to NATS as the function user (FUNCTION_NATS_USER/_PASSWORD), not as the dispatcher.
-      env: { LOG_LEVEL: options.LOG_LEVEL, ...natsChildEnv(process.env, "FUNCTION") },
+      env: {
+        LOG_LEVEL: options.LOG_LEVEL,
+        ...natsChildEnv(process.env, "FUNCTION"),
+        FUNCTION_BACKEND: options.FUNCTION_BACKEND,
+        EMULATED_LATENCY_MS: `${options.EMULATED_LATENCY_MS.batchMs}+${options.EMULATED_LATENCY_MS.itemMs}`,
+        ...(options.EMULATED_CALIBRATION !== undefined ? { EMULATED_CALIBRATION: options.EMULATED_CALIBRATION } : {}),
+      },
     });
   }
   // The options' check guarantees LAMBDA_FUNCTION with lambda.

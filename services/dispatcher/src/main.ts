@@ -1,6 +1,6 @@
 import { DISPATCHER_QUEUE, subjects } from "@sloserve/contracts";
 import { connectBus, runService, startQuotaSync, systemClock, type DispatcherPresence } from "@sloserve/bus";
-import { QuotaAdmission } from "@sloserve/policy";
+import { FairShareAdmission, QuotaAdmission } from "@sloserve/policy";
 import { Catalog, MetadataStore, QuotaStore } from "@sloserve/store";
 import { randomBytes } from "node:crypto";
 import { ClusterView } from "./cluster.js";
@@ -45,7 +45,9 @@ await runService("dispatcher", process.env, async (log) => {
   const overflow = functions ? new OverflowPath(functions, bus, cluster, catalog, arrivals, log, clock) : undefined;
   // Apps' quotas for NATS callers: this dispatcher's share, kept current on the bus (quotas.ts).
   const quotas = new DispatcherQuotas(new QuotaAdmission(id, "dispatcher", clock.now()), bus.nc, dispatcherMetrics);
-  const dispatcher = new Dispatcher(bus, catalog, cluster, selection, arrivals, log, clock, overflow, dispatcherMetrics, options.QUEUE_COALESCE, quotas);
+  // Weighted fair admission between apps on a congested worker pool (FAIR_SHARE; libs/policy access/fair-share.ts).
+  const fair = options.FAIR_SHARE ? new FairShareAdmission() : undefined;
+  const dispatcher = new Dispatcher(bus, catalog, cluster, selection, arrivals, log, clock, overflow, dispatcherMetrics, options.QUEUE_COALESCE, quotas, fair);
   const views = { catalog, cluster, selection };
   // Subscribe before reading the snapshot so nothing falls between the two.
   const subs = followEvents(bus, views, dispatcher, clock, log, overflow);
@@ -65,6 +67,8 @@ await runService("dispatcher", process.env, async (log) => {
     const p: DispatcherPresence = { dispatcher: id, at_ms: clock.now(), every_ms: 1000, ...(leaving ? { leaving } : {}) };
     bus.nc.publish(subjects.dispatcherPresence(id), JSON.stringify(p));
   };
+  // Its own heartbeat heard back: a worker silent while this one heard nothing is not lost (cluster.ts).
+  const echo = bus.nc.subscribe(subjects.dispatcherPresence(id), { callback: () => cluster.heard(clock.now()) });
   const ticker = setInterval(() => {
     for (const report of dispatcher.tick(clock.now())) bus.nc.publish(subjects.arrivals(report.app), JSON.stringify(report));
     presence(false);
@@ -85,7 +89,7 @@ await runService("dispatcher", process.env, async (log) => {
       clearInterval(ticker);
       quotaSync.stop();
       pipelines.stop();
-      for (const s of [...queries, ...subs]) s.unsubscribe();
+      for (const s of [...queries, ...subs, echo]) s.unsubscribe();
       presence(true);
       if (overflow) log.info({ ...overflow.totals, provider: functions?.stats() }, "overflow totals");
       await functions?.close();

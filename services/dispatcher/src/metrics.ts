@@ -30,7 +30,7 @@ export class DispatcherMetrics {
     const registers = [registry];
     this.queries = new client.Counter({ name: "sloserve_dispatcher_queries_total", help: "Queries routed, by app, model, variant and route (queue: the variant's queue; overflow: a function)", labelNames: ["app", "model", "variant", "route"], registers });
     this.refused = new client.Counter({ name: "sloserve_dispatcher_refused_total", help: "Queries refused by the dispatcher, by kind (app, model, variant) and error code", labelNames: ["kind", "code"], registers });
-    this.quotaRefusals = new client.Counter({ name: "sloserve_quota_refused_total", help: "Queries refused because their app was over its quota, by app and the limit (rate_qps, max_concurrency)", labelNames: ["app", "reason"], registers });
+    this.quotaRefusals = new client.Counter({ name: "sloserve_quota_refused_total", help: "Queries refused because their app was over its quota or its fair share, by app and the limit (rate_qps, max_concurrency, fair_share)", labelNames: ["app", "reason"], registers });
     this.overflow = new client.Counter({ name: "sloserve_overflow_queries_total", help: "Queries sent to a function provider (serverless overflow), by app and outcome (served, failed)", labelNames: ["app", "outcome"], registers });
     this.overflowCost = new client.Counter({ name: "sloserve_overflow_cost_dollars_total", help: "What the function invocations of overflowed queries cost", labelNames: ["app"], registers });
     this.sloTarget = new client.Gauge({ name: "sloserve_slo_target_seconds", help: "The tightest latency SLO among the model's queries in the last report period", labelNames: ["app", "model"], registers });
@@ -54,7 +54,7 @@ export class DispatcherMetrics {
     this.refused.inc({ kind, code });
   }
 
-  /** A query refused for its app's quota (`reason`: the limit, rate_qps or max_concurrency). */
+  /** A query refused for its app's quota or fair share (`reason`: the limit, rate_qps, max_concurrency or fair_share). */
   quotaRefused(app: string, reason: string): void {
     this.quotaRefusals.inc({ app, reason });
   }

@@ -120,8 +120,8 @@ export function childOnFirstUse(parent: FastifyBaseLogger, bindings: Parameters<
 }
 
 function sendError(reply: FastifyReply, err: ServeError): FastifyReply {
-  // Over its quota: when to try again (RFC 9110 Retry-After, whole seconds).
-  const retryAfter = err.code === ErrorCode.quotaExceeded ? err.details?.["retry_after_s"] : undefined;
+  // Over its quota or its fair share: when to try again (RFC 9110 Retry-After, whole seconds).
+  const retryAfter = err.code === ErrorCode.quotaExceeded || err.code === ErrorCode.fairShareExceeded ? err.details?.["retry_after_s"] : undefined;
   if (typeof retryAfter === "number") reply.header("retry-after", String(retryAfter));
   return reply.code(httpStatusOf(err.code)).type("application/json").send(err.toJSON());
 }

@@ -28,6 +28,7 @@ import {
   emptyMachinePlanState,
   fleetStateOf,
   planMachines,
+  returnedWorkerDecision,
   toVariantProfile,
   type AppForecast,
   type MachineDecision,
@@ -100,6 +101,8 @@ export class VmAutoscalerController {
   private readonly forecasts = new Map<string, AppForecast>();
   /** Reloads owed to replacements, by the new worker's id. */
   private readonly restores = new Map<string, Restore>();
+  /** The provider id of the replacement launched for a lost worker, by the lost worker's id. */
+  private readonly replacements = new Map<string, string>();
   private state: MachinePlanState = emptyMachinePlanState();
   private readonly holds: HoldFilter;
   private commands: ConsumerMessages | undefined;
@@ -180,7 +183,21 @@ export class VmAutoscalerController {
   }
 
   applyReport(report: WorkerReport): void {
-    if (this.fleet.observeReport(report, this.clock.now(), this.catalog.variants) === "back") this.log.info({ worker: report.worker }, "a worker thought gone reports again");
+    if (this.fleet.observeReport(report, this.clock.now(), this.catalog.variants) !== "back") return;
+    this.log.info({ worker: report.worker }, "a worker thought gone reports again");
+    // It was paused or cut off, not dead: the replacement launched for it is one worker too many
+    // (unless it is one of ours, terminated when it was replaced: then it is on its way out).
+    const replacement = this.instances.get(this.replacements.get(report.worker) ?? "");
+    this.replacements.delete(report.worker);
+    const returned = [...this.instances.values()].find((i) => i.workerId === report.worker);
+    const leaving = (i: WorkerInstance | undefined): boolean => i !== undefined && (i.state === "terminated" || this.terminating.has(i.id));
+    const decision = returnedWorkerDecision({ worker: report.worker, leaving: leaving(returned) }, replacement && { workerId: replacement.workerId, kind: replacement.kind, leaving: leaving(replacement) });
+    if (decision && replacement) {
+      this.restores.delete(replacement.workerId);
+      void this.act(decision, this.clock.now(), []).catch((err: unknown) =>
+        this.log.error({ err, worker: replacement.workerId }, "terminating a surplus replacement failed"),
+      );
+    }
   }
 
   /** A `scale.vm` request (a placement that fits on no running worker): the next tick plans it. */
@@ -294,6 +311,7 @@ export class VmAutoscalerController {
       case "replace": {
         const instance = await this.launch(d.kind, d.market, `replace ${d.worker}: ${d.reason}`, nowMs);
         if (instance) {
+          this.replacements.set(d.worker, instance.id);
           this.restores.set(instance.workerId, { from: d.worker, variants: d.restore, reason: d.reason });
           this.restores.delete(d.worker);
         }

@@ -217,6 +217,16 @@ export interface MachinePlanState {
   failedBootAtMs: Record<string, number>;
 }
 
+/**
+ * A worker thought lost reports again (paused or cut off, not dead): the replacement launched for it
+ * is one worker too many and is terminated at once (trigger `returned`), unless the returned worker is
+ * itself on its way out (terminated when it was replaced) or the replacement already is. Pure.
+ */
+export function returnedWorkerDecision(returned: { worker: string; leaving: boolean }, replacement: { workerId: string; kind: string; leaving: boolean } | undefined): MachineDecision | undefined {
+  if (!replacement || returned.leaving || replacement.leaving) return undefined;
+  return { action: "terminate", worker: replacement.workerId, kind: replacement.kind, trigger: "returned", reason: `${returned.worker}, which it replaced, reports again` };
+}
+
 export function emptyMachinePlanState(): MachinePlanState {
   return { vm: { idleSinceMs: {} }, provisioning: {}, lastPlanAtMs: null, slo: {}, lastSloAtMs: null, replaced: {}, noticed: {}, failedBootAtMs: {} };
 }
@@ -258,8 +268,8 @@ export type MachineDecision =
   | { action: "launch"; kind: string; count: number; market: "on-demand" | "spot"; trigger: MachineTrigger; worker?: string; reason: string }
   /** Launch one worker of `kind` for a lost one and reload `restore` on it once it is up. */
   | { action: "replace"; worker: string; kind: string; market: "on-demand" | "spot"; restore: string[]; reason: string }
-  /** Terminate (drain) a worker. */
-  | { action: "terminate"; worker: string; kind: string; trigger: "idle" | "predictive" | "spot-notice"; reason: string }
+  /** Terminate (drain) a worker (`returned`: the replacement of a lost worker that reports again, {@link returnedWorkerDecision}). */
+  | { action: "terminate"; worker: string; kind: string; trigger: "idle" | "predictive" | "spot-notice" | "returned"; reason: string }
   /** Nothing done, and why (a launch at a limit, a termination a guard blocks). */
   | { action: "hold"; kind: string; worker?: string; reason: string }
   /** The predictive plan of a kind: `workers` wanted at now + boot. */

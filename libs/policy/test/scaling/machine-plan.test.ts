@@ -3,6 +3,7 @@ import {
   emptyMachinePlanState,
   forecastAt,
   planMachines,
+  returnedWorkerDecision,
   workerCapacityForApp,
   type AppForecast,
   type MachineDecision,
@@ -243,5 +244,15 @@ describe("machine-plan", () => {
     const r = ticks([0], () => ({ workers: [], kinds: { cpu: CPU, gpu }, forecasts: [forecast(new Array<number>(60).fill(100))], catalog: both }));
     // 100 / 400 = 0.25 worker → 1 gpu worker.
     expect(r.out[0]).toEqual(["plan gpu 1", "launch gpu ×1 predictive"]);
+  });
+});
+
+describe("returned workers", () => {
+  it("machine plan - a lost worker that reports again: its replacement is terminated, unless either is already leaving", () => {
+    const replacement = { workerId: "w-9", kind: "cpu", leaving: false };
+    expect(returnedWorkerDecision({ worker: "w-1", leaving: false }, replacement)).toEqual({ action: "terminate", worker: "w-9", kind: "cpu", trigger: "returned", reason: "w-1, which it replaced, reports again" });
+    expect(returnedWorkerDecision({ worker: "w-1", leaving: true }, replacement)).toBeUndefined();
+    expect(returnedWorkerDecision({ worker: "w-1", leaving: false }, { ...replacement, leaving: true })).toBeUndefined();
+    expect(returnedWorkerDecision({ worker: "w-1", leaving: false }, undefined)).toBeUndefined();
   });
 });

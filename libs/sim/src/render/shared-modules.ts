@@ -207,6 +207,12 @@ const ROWS: Row[] = [
     service: "frontend (quotas.ts: HTTP and gRPC queries), dispatcher (quotas.ts: NATS callers and pipeline stages), through libs/bus quota-sync.ts",
     simulator: "— (the scenarios run one tenant per app, within no quota)",
   },
+  {
+    modules: ["access/fair-share.ts"],
+    decides: "weighted fair admission between apps on a congested worker pool: each app's weighted max-min share of the pool's worker time (`weightedFairShares`), a query over its app's share refused (`FairShareAdmission`)",
+    service: "dispatcher (dispatch.ts: every query routed to a variant, costs and capacity from cluster.ts)",
+    simulator: "— (the simulator's dispatch admits every query; not modelled yet)",
+  },
 ];
 
 const INTRO = "Every decision rule exists once, in `libs/policy` (pure, time passed in); the live services and the simulator's systems call the same functions. The simulator's INFaaS is `libs/sim/src/systems/infaas.ts`, MArk and the SageMaker baseline `libs/sim/src/scenarios/mark-system.ts`, an InferLine pipeline `libs/sim/src/systems/inferline.ts`; the engine (`libs/sim/src/engine.ts`) batches and sheds with the executors' rule. InferLine's Estimator is the engine's fast path for pipelines (the Planner's inner loop); `libs/sim/test/estimator-vs-engine.test.ts` checks that the two agree, and the InferLine scenarios report what the engine measures. Service files are under `services/<service>/src/`, the executors' shared code under `libs/executor/src/`, simulator files under `libs/sim/src/`.";

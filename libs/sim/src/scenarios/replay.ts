@@ -45,7 +45,7 @@ import {
 } from "@sloserve/policy";
 import { DEFAULT_SCALING_POLICY, scalingRulesOf, type ScalingPolicy } from "@sloserve/policy";
 import { DEFAULT_QUERY_TIMEOUT_MS, type CalibratedVariant, type Calibration, type ContentionPoint } from "@sloserve/contracts";
-import { drawSample, meanOf, medianOf, reportTimes, variantContention, type Contention } from "../calibration.js";
+import { drawBootMs, drawSample, meanOf, medianOf, reportTimes, variantContention, type BootSamples, type Contention } from "../calibration.js";
 import { Simulator, type Machine, type MachineOptions, type Replica } from "../engine.js";
 import { installInfaas, liveSettingsNote } from "../systems/infaas.js";
 import type { Chart, Scenario, ScenarioResult } from "../scenario.js";
@@ -80,7 +80,7 @@ export interface ReplayOptions {
   workerThreads?: number;
   /** @default "c5.xlarge" */
   instanceType?: string;
-  /** Local function pool size. @default 4 */
+  /** Local function pool size (`npm run replay -- --function-pool N`). @default 4 */
   functionPoolSize?: number;
   /** @default 2048 */
   functionMemoryMb?: number;
@@ -368,6 +368,12 @@ export interface ReplaySimInput {
    */
   bootMsSamples?: readonly number[];
   /**
+   * Launch-to-first-report times of launches made together (a calibration's `groupBoots`): with them,
+   * a launch draws by the launches booting with it (libs/sim calibration.ts `drawBootMs`).
+   * @default none: every launch draws from `bootMsSamples`
+   */
+  bootGroupSamples?: readonly BootSamples[];
+  /**
    * The memory a worker offers its variants, bytes (the live workers' reports, `memoryBytes`): the
    * model autoscaler places an upgrade or a replica on a worker only where the variant's profiled
    * memory fits. @default unlimited
@@ -607,7 +613,7 @@ function buildReplaySim(input: ReplaySimInput, totalMs: number): ReplaySimBuild 
     refuseUnplaceable: true,
     ...(reportTimesMs ? { reportTimesMs } : {}),
     ...(input.startUtilization !== undefined ? { vmStartReading: input.startUtilization } : {}),
-    ...(bootSamples ? { launchBootMs: () => drawSample(bootSamples, sim.rng) } : {}),
+    ...(bootSamples ? { launchBootMs: (_kind: string, together: number) => drawBootMs(bootSamples, input.bootGroupSamples ?? [], together, sim.rng) } : {}),
     overflow: { pool, onOverflow: (_q, nowMs) => void (overflowPerSecond[Math.floor(nowMs / 1000)]! += 1) },
   });
 
@@ -1075,6 +1081,7 @@ function predictionSetup(p: ReplayPredictionInput): { input: ReplaySimInput; pre
     // (each launch draws from the samples; the median stands for them where one figure is read)
     bootMs: medianOf(cal.bootMs) ?? c.planBootMs,
     bootMsSamples: cal.bootMs,
+    ...(cal.groupBoots ? { bootGroupSamples: cal.groupBoots } : {}),
     ...(cal.workerMemoryBytes > 0 ? { workerMemoryBytes: cal.workerMemoryBytes } : {}),
     functionColdStartMs: medianOf(cal.functions.coldStartMs) ?? DEFAULT_FUNCTION_COLD_START_MS,
     // (the mean where the samples are not drawn: money sums durations, see scripts/replay.ts)
@@ -1101,7 +1108,8 @@ function predictionSetup(p: ReplayPredictionInput): { input: ReplaySimInput; pre
  *   calibration.ts `contentionModel`; one host). A
  *   launch counts as booting from its executor process's start (`bootDelayMs` after the launch) to its
  *   first report, as the calibration's `booting` points were measured.
- * - **bootMs**: each launch boots for one of the samples, drawn from the seed (the plan is still told
+ * - **bootMs**, **groupBoots**: each launch boots for a sample drawn from the seed, of the launches
+ *   made alone or of those made as many together as boot with it (`drawBootMs`; the plan is still told
  *   the configured `planBootMs`, as the live vm-autoscaler is told BOOT_TIME_MS). The samples include
  *   the boot delay the calibration ran with (`npm run calibrate` uses the replay's): a calibration taken
  *   at another speedup has another delay in them.

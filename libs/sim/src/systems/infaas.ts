@@ -209,9 +209,10 @@ export interface InfaasSystemOptions {
    * The boot time of each machine the VM autoscaler launches (or launches as a replacement), asked
    * once per launch with the machine's kind: e.g. a draw from measured boot times. The plan is still
    * told the kind's figure (`kinds`, else the template's `bootMs`), as the live vm-autoscaler is told
-   * BOOT_TIME_MS. @default the template's `bootMs`
+   * BOOT_TIME_MS. `together`: the launches booting when this one starts, itself and the others of
+   * its tick included (processes starting together share the host). @default the template's `bootMs`
    */
-  launchBootMs?: (kind: string) => number;
+  launchBootMs?: (kind: string, together: number) => number;
   /** Serverless overflow: the function pool and a callback per query sent to it (not used by the `infaas` and `static` scaling policies). @default none */
   overflow?: { pool: FunctionPool; onOverflow?: (q: Query, nowMs: number) => void };
   /**
@@ -729,8 +730,8 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     }
     return out;
   };
-  /** A machine as the template says, with its boot time for this launch when drawn (`launchBootMs`). */
-  const launchFrom = (tpl: MachineOptions): Machine => sim.launchMachine(opts.launchBootMs ? { ...tpl, bootMs: opts.launchBootMs(tpl.kind) } : tpl);
+  /** A machine as the template says, with its boot time for this launch when drawn (`launchBootMs`), `together` launches booting. */
+  const launchFrom = (tpl: MachineOptions, together: number): Machine => sim.launchMachine(opts.launchBootMs ? { ...tpl, bootMs: opts.launchBootMs(tpl.kind, together) } : tpl);
   const reportTimes = new Set(opts.reportTimesMs ?? []);
   const lastReportTime = opts.reportTimesMs?.[opts.reportTimesMs.length - 1] ?? 0;
   /** Whether the machines report at `nowMs` (the schedule below). */
@@ -761,6 +762,11 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
     const res = planMachines(input);
     vmState = res.state;
     opts.trace?.({ type: "vm-tick", atMs: nowMs, decisions: res.decisions });
+    // Launches booting together: those still booting and all of this tick's (the live provider starts them at once).
+    let launching = 0;
+    for (const d of res.decisions) launching += d.action === "launch" ? d.count : d.action === "replace" ? 1 : 0;
+    let together = launching;
+    if (launching > 0) for (const m of machines) if (m.state === "booting" && !unmanaged.has(m)) together++;
     for (const d of res.decisions) {
       if (d.action === "hold" || d.action === "plan") continue;
       note("vm-autoscaler", `${d.action === "launch" ? "add" : d.action === "terminate" ? "remove" : d.action} ${d.kind}`, d.reason);
@@ -768,7 +774,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         const tpl = templates[d.kind];
         if (!tpl) continue;
         for (let n = 0; n < d.count; n++) {
-          const nm = launchFrom(tpl);
+          const nm = launchFrom(tpl, together);
           machines.push(nm);
           if (n === 0) for (const p of pending.filter((pp) => pp.kind === d.kind)) for (let i = 0; i < p.count; i++) load(profileOf(p.variant), nm);
         }
@@ -776,7 +782,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
         const old = machines.find((mm) => mm.name === d.worker);
         const tpl = templates[d.kind];
         if (!old || !tpl) continue;
-        const nm = launchFrom(tpl);
+        const nm = launchFrom(tpl, together);
         machines.push(nm);
         fleet.forget(old.name);
         for (const v of d.restore) load(profileOf(v), nm);
