@@ -820,7 +820,7 @@ export function fleetCheck(w: FleetWait, workersUp: number, staticWorkers: numbe
 export interface ReplayPrelude {
   /** Its queries, ms from the run's start (the stack's first query at 0). */
   arrivalsMs: number[];
-  /** When the window starts (a whole second; every figure of the run is the window's). */
+  /** When the window starts (on a VM autoscaler tick: a multiple of `vmTickMs`; every figure of the run is the window's). */
   windowStartMs: number;
   warmupQueries: number;
   burstQueries: number;
@@ -916,7 +916,9 @@ export function simulatePrelude(input: ReplaySimInput, settleQps: number, window
   const back = preludePass(input, arrivals, pass.answeredMs);
   return {
     arrivalsMs: arrivals,
-    windowStartMs: back.fleetBackMs,
+    // On a tick of the VM autoscaler (at every vmTickMs of the run), as the live replay starts its
+    // window on one of the live vm-autoscaler's: both sides then tick at the same seconds of the window.
+    windowStartMs: Math.ceil(back.fleetBackMs / c.vmTickMs) * c.vmTickMs,
     warmupQueries: REPLAY_PRELUDE.warmupStreak,
     burstQueries: burst,
     settleQueries: settled,
