@@ -434,15 +434,22 @@ async function main(): Promise<void> {
 
   // Bursts the worker cannot take within the SLO: the dispatcher's own rule sends the excess to the
   // local function pool (the replay's warm-up does the same); the first burst starts its containers.
-  const functions = { coldStartMs: [] as number[], warmMs: [] as number[] };
+  const functions: Calibration["functions"] = { coldStartMs: [], warmMs: [] };
+  const fnVariants = new Map<string, number>();
   const burstSize = Math.ceil(3 * (profiles.get(selected)?.peakQps ?? 50) * (config.sloMs / 1000));
   for (let b = 0; b < (quick ? 1 : 2); b++) {
     const answers = await Promise.all(Array.from({ length: burstSize }, () => query({ app })));
     const fn = answers.filter((a) => a.fn);
-    for (const a of fn) (a.cold ? functions.coldStartMs : functions.warmMs).push(round(a.fnMs, 3));
+    for (const a of fn) {
+      (a.cold ? functions.coldStartMs : functions.warmMs).push(round(a.fnMs, 3));
+      if (a.variant) fnVariants.set(a.variant, (fnVariants.get(a.variant) ?? 0) + 1);
+    }
     say(`functions: burst ${b + 1} of ${burstSize} queries: ${fn.length} served by a function (${fn.filter((a) => a.cold).length} cold), ${answers.filter((a) => !a.ok).length} failed`);
     await sleep(1000);
   }
+
+  const fnVariant = [...fnVariants].sort((a, b) => b[1] - a[1])[0]?.[0];
+  if (fnVariant !== undefined) functions.variant = fnVariant;
 
   // ---------------------------------------------------------------------------------- contention
 

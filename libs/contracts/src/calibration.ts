@@ -129,7 +129,14 @@ export const calibrationSchema = z
      */
     groupBoots: z.array(z.object({ together: z.number().int().min(2), ms: z.number().nonnegative() }).strict()).optional(),
     /** Function invocations: cold ones' durations and warm ones', ms. */
-    functions: z.object({ coldStartMs: z.array(z.number().nonnegative()), warmMs: z.array(z.number().nonnegative()) }).strict(),
+    functions: z
+      .object({
+        coldStartMs: z.array(z.number().nonnegative()),
+        warmMs: z.array(z.number().nonnegative()),
+        /** The variant the functions ran (their answers' `served_by.variant`, the most common); absent in older files. */
+        variant: z.string().optional(),
+      })
+      .strict(),
     /** Worker reports: their period and its spread, ms. */
     reports: z.object({ periodMs: z.number().positive(), jitterMs: z.number().nonnegative() }).strict(),
     /** The memory a worker offers its variants (its reports' `memoryBytes`). */

@@ -153,6 +153,21 @@ describe("replay: prediction from a calibration", () => {
     expect(booting(together)).toBeLessThanOrEqual(3 * 9);
   });
 
+  it("replay - a function runs the sampled duration less the sampled variant's latency plus its own (the calibration's functions.variant)", () => {
+    // A burst past what one worker serves: queries overflow to functions from the app's variant (14 ms).
+    const { config, arrivalsMs, durationMs } = window(150);
+    const base = { ...replayPredictionInput({ calibration: calibration(true), config, arrivalsMs, durationMs, seed: 1 }), functionWarmMsSamples: [30] };
+    const plain = runReplaySim(base);
+    // Samples taken with a 4 ms variant: an invocation of the 14 ms one runs 30 − 4 + 14 = 40 ms.
+    const sampled = { ...variant, name: "sampled-elsewhere", app: "elsewhere", latencyMs: { "1": 4 } };
+    const shifted = runReplaySim({ ...base, variants: [...base.variants, sampled], functionWarmMsVariant: sampled.name });
+    expect(plain.summary.overflow_share).toBeGreaterThan(0);
+    expect(shifted.summary.overflow_share).toBeCloseTo(plain.summary.overflow_share, 2);
+    // Money sums durations (cold starts add the same to both): 40 / 30 on the warm ones.
+    expect(shifted.summary.function_dollars).toBeGreaterThan(1.2 * plain.summary.function_dollars);
+    expect(shifted.summary.function_dollars).toBeLessThan(1.4 * plain.summary.function_dollars);
+  });
+
   it("replay - the contention model reads the machines serving: a second worker up slows them at the same demand", () => {
     // A host flat in demand whose batches run 1× on one worker, 2× on two, 3× on three or more; a
     // burst above what one worker serves.

@@ -46,7 +46,7 @@ import {
 import { DEFAULT_SCALING_POLICY, scalingRulesOf, type ScalingPolicy } from "@sloserve/policy";
 import { DEFAULT_QUERY_TIMEOUT_MS, type CalibratedVariant, type Calibration, type ContentionPoint } from "@sloserve/contracts";
 import { drawBootMs, drawSample, meanOf, medianOf, reportTimes, variantContention, type BootSamples, type Contention } from "../calibration.js";
-import { Simulator, type Machine, type MachineOptions, type Replica } from "../engine.js";
+import { Simulator, type Machine, type MachineOptions, type Query, type Replica } from "../engine.js";
 import { installInfaas, liveSettingsNote } from "../systems/infaas.js";
 import type { Chart, Scenario, ScenarioResult } from "../scenario.js";
 import { minuteRates, type TraceData } from "../trace.js";
@@ -394,6 +394,12 @@ export interface ReplaySimInput {
    * (`functionWarmMs` is then unused; a cold one adds `functionColdStartMs`). @default `functionWarmMs`
    */
   functionWarmMsSamples?: readonly number[];
+  /**
+   * The variant the samples ran (a calibration's `functions.variant`): with it, an invocation for
+   * another variant runs a sample less this one's batch-1 latency plus its own (the container's time
+   * is the rest). @default none: every invocation runs a sample as drawn
+   */
+  functionWarmMsVariant?: string;
   /** Function containers warm at the start (the live replay's warm-up starts them). @default 0 */
   functionsWarm?: number;
   /**
@@ -556,6 +562,20 @@ function buildReplaySim(input: ReplaySimInput, totalMs: number): ReplaySimBuild 
   const reportTimesMs = input.reportTimesMs ?? (input.reportPeriod ? reportTimes(input.reportPeriod.periodMs, input.reportPeriod.jitterMs, totalMs + 60_000, sim.rng) : undefined);
   const bootSamples = input.bootMsSamples && input.bootMsSamples.length > 0 ? input.bootMsSamples : undefined;
   const warmSamples = input.functionWarmMsSamples && input.functionWarmMsSamples.length > 0 ? input.functionWarmMsSamples : undefined;
+  // A function's duration is the container's own time plus its variant's: a sample, less the sampled
+  // variant's batch-1 latency, plus the overflowing query's variant's (the variant each query
+  // overflowed from, noted by onOverflow).
+  const latencyOf = (name: string | undefined): number | undefined => {
+    const v = name === undefined ? undefined : input.variants.find((x) => x.name === name);
+    return v ? profiledLatencyOf(v) : undefined;
+  };
+  const sampledLatency = latencyOf(input.functionWarmMsVariant);
+  const overflowedFrom = new WeakMap<Query, string>();
+  const functionMs = (q: Query): number => {
+    const drawn = drawSample(warmSamples!, sim.rng);
+    const own = latencyOf(overflowedFrom.get(q));
+    return sampledLatency === undefined || own === undefined ? drawn : Math.max(0.1, drawn - sampledLatency + own);
+  };
   const variants = input.variants.filter((v) => v.app === c.app && v.hardware === "cpu" && v.profiled);
   if (variants.length === 0) throw new Error(`no profiled CPU variant of app ${c.app} to simulate`);
 
@@ -584,7 +604,7 @@ function buildReplaySim(input: ReplaySimInput, totalMs: number): ReplaySimBuild 
   const overflowPerSecond = new Array<number>(seconds + 1).fill(0);
   const pool = sim.addFunctionPool({
     name: "functions",
-    latencyMs: warmSamples ? () => drawSample(warmSamples, sim.rng) : input.functionWarmMs,
+    latencyMs: warmSamples ? functionMs : input.functionWarmMs,
     coldStartMs: input.functionColdStartMs,
     keepAliveMs: c.functionKeepAliveMs,
     memoryGb: c.functionMemoryMb / 1024,
@@ -614,7 +634,13 @@ function buildReplaySim(input: ReplaySimInput, totalMs: number): ReplaySimBuild 
     ...(reportTimesMs ? { reportTimesMs } : {}),
     ...(input.startUtilization !== undefined ? { vmStartReading: input.startUtilization } : {}),
     ...(bootSamples ? { launchBootMs: (_kind: string, together: number) => drawBootMs(bootSamples, input.bootGroupSamples ?? [], together, sim.rng) } : {}),
-    overflow: { pool, onOverflow: (_q, nowMs) => void (overflowPerSecond[Math.floor(nowMs / 1000)]! += 1) },
+    overflow: {
+      pool,
+      onOverflow: (q, nowMs, variant) => {
+        overflowPerSecond[Math.floor(nowMs / 1000)]! += 1;
+        overflowedFrom.set(q, variant);
+      },
+    },
   });
 
   const workers: number[] = [];
@@ -1089,6 +1115,8 @@ function predictionSetup(p: ReplayPredictionInput): { input: ReplaySimInput; pre
     // (the mean where the samples are not drawn: money sums durations, see scripts/replay.ts)
     functionWarmMs: meanOf(cal.functions.warmMs) ?? pick.latencyMs[1] ?? DEFAULT_FUNCTION_WARM_MS,
     functionWarmMsSamples: cal.functions.warmMs,
+    // (older calibrations do not say: their bursts ran the variant selection picks, as the prelude's)
+    functionWarmMsVariant: cal.functions.variant ?? pick.name,
     contention: cal.contention,
     reportPeriod: { periodMs: cal.reports.periodMs, jitterMs: cal.reports.jitterMs },
     seed: p.seed,

@@ -214,7 +214,7 @@ export interface InfaasSystemOptions {
    */
   launchBootMs?: (kind: string, together: number) => number;
   /** Serverless overflow: the function pool and a callback per query sent to it (not used by the `infaas` and `static` scaling policies). @default none */
-  overflow?: { pool: FunctionPool; onOverflow?: (q: Query, nowMs: number) => void };
+  overflow?: { pool: FunctionPool; onOverflow?: (q: Query, nowMs: number, variant: string) => void };
   /**
    * The scaling policy (libs/policy scaling-policy.ts; the vm-autoscaler's SCALING_POLICY): the plan's
    * rule switches (`planConfig` may still set one itself) and whether `overflow` is used.
@@ -560,7 +560,7 @@ export function installInfaas(sim: Simulator, opts: InfaasSystemOptions): Infaas
       );
       if (o.action === "overflow") {
         backlogs.set(d.variant.name, backlog);
-        overflow.onOverflow?.(q, sim.nowMs);
+        overflow.onOverflow?.(q, sim.nowMs, d.variant.name);
         return overflow.pool;
       }
       backlog.queries++;
