@@ -1,5 +1,7 @@
 # One image for every service; SERVICE picks which one runs (see docker-compose.yml).
-FROM node:20-bookworm-slim
+# BASE_IMAGE: any image with Node.js 20 and npm; scripts/docker-images.sh builds one without a registry.
+ARG BASE_IMAGE=node:20-bookworm-slim
+FROM ${BASE_IMAGE}
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json .npmrc ./

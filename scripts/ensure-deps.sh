@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the project needs and is missing: Debian's nats-server, redis-server, DejaVu fonts, chromium, openssl and
-# docker-compose, and the npm packages. Safe to run again: it does nothing when everything is there.
+# Installs what the project needs and is missing: Debian's nats-server, redis-server, DejaVu fonts, chromium, openssl,
+# docker-compose, docker.io and debootstrap, and the npm packages. Safe to run again: it does nothing when everything is there.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -14,6 +14,10 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 # Debian's docker-compose, with which test/deploy-files.test.ts validates docker-compose.yml (no Docker engine needed).
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
+# Debian's Docker engine and debootstrap, with which test/deploy runs docker-compose.yml and the docker worker
+# provider for real (scripts/docker-images.sh builds the images without a registry).
+command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 # openssl, with which test/e2e-auth.test.ts makes the self-signed certificate its TLS frontend serves.
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if [ ${#missing[@]} -gt 0 ]; then

@@ -96,7 +96,8 @@ describe("docker-compose.yml", () => {
     for (const name of services) {
       const service = all[name];
       expect(service, `services/${name} has a compose service`).toBeDefined();
-      expect(service?.build?.args?.SERVICE, name).toBe(name);
+      expect(service?.environment?.SERVICE, name).toBe(name);
+      expect(service?.image, `${name} runs the project's one image`).toBe("sloserve:latest");
       expect(service?.environment?.NATS_URL?.split(","), name).toEqual(["nats://nats-1:4222", "nats://nats-2:4222", "nats://nats-3:4222"]);
       expect(service?.environment?.REDIS_URL, name).toBe("redis://redis:6379");
       expect(service?.environment?.JS_REPLICAS, name).toBe("3");

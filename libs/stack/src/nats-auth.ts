@@ -37,9 +37,13 @@ export function literalNatsPasswords(passwords: Record<NatsRole, string>): NatsP
   return (role) => JSON.stringify(passwords[role]);
 }
 
-/** A fresh random password per role (24 random bytes, base64url: no character nats-server or a shell would quote). */
+/**
+ * A fresh random password per role: "p" and 48 hex digits (24 random bytes). nats-server reads
+ * `$NATS_PASSWORD_<ROLE>` from its environment as a configuration value, so a password that starts
+ * with a digit or "-" (base64url can) is parsed as a number or fails the configuration.
+ */
 export function generateNatsPasswords(): Record<NatsRole, string> {
-  return Object.fromEntries(natsRoles.map((role) => [role, randomBytes(24).toString("base64url")])) as Record<NatsRole, string>;
+  return Object.fromEntries(natsRoles.map((role) => [role, `p${randomBytes(24).toString("hex")}`])) as Record<NatsRole, string>;
 }
 
 const list = (subjects: readonly string[], indent: string): string => `[\n${subjects.map((s) => `${indent}  ${JSON.stringify(s)}`).join(",\n")}\n${indent}]`;
