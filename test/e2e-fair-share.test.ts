@@ -8,6 +8,7 @@ import { createRng } from "@sloserve/policy";
 import { waitFor } from "@sloserve/testing";
 import { Network, exportNetwork } from "@sloserve/zoo";
 import { sleep, smallModel, smallQuery } from "./fault-load.js";
+import { CHAOS } from "./faults.js";
 
 /**
  * Fair queueing between apps on the real stack (nats-server, redis-server, every service, one CPU
@@ -21,8 +22,11 @@ import { sleep, smallModel, smallQuery } from "./fault-load.js";
  *    `fair_share_exceeded` at once (an error reply with `x-error-code`; 429 over HTTP).
  *
  * Each case: alpha loses nothing and answers ≥ 99% of its queries within its SLO; sent = answered +
- * refused for beta.
+ * refused for beta. The floods last 10-12 s; under CHAOS=1 (`npm run chaos`) 60 s each.
  */
+
+/** How long beta floods in each case, ms. */
+const FLOOD_MS = CHAOS ? 60_000 : undefined;
 
 let stack: Stack;
 let nc: NatsConnection;
@@ -128,7 +132,7 @@ describe("e2e fair share", () => {
   it("fair share - beta floods at 10× its quota beside alpha at a steady rate: alpha keeps its SLO and loses nothing, beta's excess refused 429 at once", async () => {
     expect(await putQuota("beta", { rate_qps: 10, burst: 10, max_concurrency: 50 })).toBe(200);
     await sleep(500); // the change reaches every frontend and dispatcher on the bus
-    const [a, b] = await Promise.all([steady(10, 10_000, (i) => inferHttp(alpha.name, i)), steady(100, 10_000, (i) => inferHttp(beta.name, i))]);
+    const [a, b] = await Promise.all([steady(10, FLOOD_MS ?? 10_000, (i) => inferHttp(alpha.name, i)), steady(100, FLOOD_MS ?? 10_000, (i) => inferHttp(beta.name, i))]);
     const answered = b.filter((r) => r.status === 200);
     const refused = b.filter((r) => r.status === 429);
     const figures = { alpha: alphaFigures(a), beta: { sent: b.length, answered: answered.length, refused: refused.length, codes: [...new Set(refused.map((r) => r.code))], slowestRefusalMs: Math.max(0, ...refused.map((r) => r.ms)) } };
@@ -139,7 +143,7 @@ describe("e2e fair share", () => {
     expect(refused.length).toBeGreaterThan(b.length / 2);
     expect(figures.beta.codes).toEqual(["quota_exceeded"]);
     expect(figures.beta.slowestRefusalMs).toBeLessThan(2_000);
-  }, 60_000);
+  }, CHAOS ? 150_000 : 60_000);
 
   it("fair share - beta without a quota floods past the worker's capacity: alpha keeps its SLO and loses nothing, beta's excess refused fair_share_exceeded at once", async () => {
     // No quota for beta (the case above set one).
@@ -156,8 +160,8 @@ describe("e2e fair share", () => {
     });
     const http: Array<Promise<Response>> = [];
     const [a, b] = await Promise.all([
-      steady(10, 12_000, (i) => inferHttp(alpha.name, i)),
-      steady(BETA_QPS, 12_000, () => inferNats(beta.name)),
+      steady(10, FLOOD_MS ?? 12_000, (i) => inferHttp(alpha.name, i)),
+      steady(BETA_QPS, FLOOD_MS ?? 12_000, () => inferNats(beta.name)),
       // beta over HTTP too while it floods: refused 429 with Retry-After, or answered.
       (async () => {
         await sleep(4_000);
@@ -169,7 +173,7 @@ describe("e2e fair share", () => {
     const capacityQps = capacity.sort((x, y) => x - y)[Math.floor(capacity.length / 2)] ?? 0;
     const answered = b.filter((r) => r.status === 200);
     const refused = b.filter((r) => r.code === "fair_share_exceeded");
-    const figures = { alpha: alphaFigures(a), beta: { sent: b.length, answered: answered.length, answeredQps: answered.length / 12, refused: refused.length, other: [...new Set(b.filter((r) => r.status !== 200 && r.code !== "fair_share_exceeded").map((r) => r.code))], slowestRefusalMs: Math.max(0, ...refused.map((r) => r.ms)), slowestAnswerMs: Math.max(0, ...answered.map((r) => r.ms)) } };
+    const figures = { alpha: alphaFigures(a), beta: { sent: b.length, answered: answered.length, answeredQps: answered.length / ((FLOOD_MS ?? 12_000) / 1000), refused: refused.length, other: [...new Set(b.filter((r) => r.status !== 200 && r.code !== "fair_share_exceeded").map((r) => r.code))], slowestRefusalMs: Math.max(0, ...refused.map((r) => r.ms)), slowestAnswerMs: Math.max(0, ...answered.map((r) => r.ms)) } };
     console.log(JSON.stringify({ case: "no quota, past capacity", sloMs: SLO_MS, betaQps: BETA_QPS, betaServedPerBusyS: Math.round(capacityQps), ...figures, betaOverHttp: overHttp.map((r) => r.code ?? r.status) }));
     expect(figures.alpha.answered).toBe(a.length);
     expect(figures.alpha.withinSlo).toBeGreaterThanOrEqual(0.99);
@@ -179,5 +183,5 @@ describe("e2e fair share", () => {
     expect(figures.beta.slowestRefusalMs).toBeLessThan(2_000);
     expect(overHttp.filter((r) => r.status !== 200 && !(r.status === 429 && r.code === "fair_share_exceeded" && Number(r.retryAfter) >= 1))).toEqual([]);
     expect(overHttp.some((r) => r.status === 429)).toBe(true);
-  }, 60_000);
+  }, CHAOS ? 150_000 : 60_000);
 });

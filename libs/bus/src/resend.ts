@@ -233,6 +233,23 @@ export const PRESENCE_MISSED_BEATS = 3;
 /** A dispatcher silent this long is forgotten (no more resends for it), ms. */
 export const PRESENCE_FORGET_MS = 60_000;
 
+/** A dispatcher's last heartbeat as a receiver heard it: when (its own clock) and the period it announced. */
+export interface HeardBeat {
+  atMs: number;
+  everyMs: number;
+}
+
+/**
+ * The one presence rule: a dispatcher is `live` while it has missed fewer than
+ * {@link PRESENCE_MISSED_BEATS} heartbeats, `silent` after that, and `forgotten` once silent for more
+ * than `forgetMs` (callers stop resending for it; a dispatcher stops taking its queries over).
+ */
+export function presenceState(h: HeardBeat, nowMs: number, forgetMs = PRESENCE_FORGET_MS): "live" | "silent" | "forgotten" {
+  const quietMs = nowMs - h.atMs;
+  if (quietMs > forgetMs) return "forgotten";
+  return quietMs > PRESENCE_MISSED_BEATS * h.everyMs ? "silent" : "live";
+}
+
 /**
  * The dispatchers heard from, and which went silent: a dispatcher that dies holds the queries it
  * received and had not yet queued, and their callers would wait until their deadline. Once one misses
@@ -244,7 +261,7 @@ export const PRESENCE_FORGET_MS = 60_000;
  * two machines never meet.
  */
 export class PresenceWatch {
-  private readonly lastHeard = new Map<string, { atMs: number; everyMs: number; goneAtMs?: number }>();
+  private readonly lastHeard = new Map<string, HeardBeat & { goneAtMs?: number }>();
 
   /** A heartbeat heard at `nowMs`; returns true when it says the dispatcher leaves (it is forgotten). */
   heard(p: DispatcherPresence, nowMs: number): boolean {
@@ -261,8 +278,9 @@ export class PresenceWatch {
     const gone: string[] = [];
     for (const [id, h] of this.lastHeard) {
       const missedMs = PRESENCE_MISSED_BEATS * h.everyMs;
-      if (nowMs - h.atMs > PRESENCE_FORGET_MS) this.lastHeard.delete(id);
-      else if (nowMs - h.atMs > missedMs && (h.goneAtMs === undefined || nowMs - h.goneAtMs > missedMs)) {
+      const state = presenceState(h, nowMs);
+      if (state === "forgotten") this.lastHeard.delete(id);
+      else if (state === "silent" && (h.goneAtMs === undefined || nowMs - h.goneAtMs > missedMs)) {
         gone.push(id);
         h.goneAtMs = nowMs;
       }

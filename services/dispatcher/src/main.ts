@@ -1,3 +1,4 @@
+import type { Msg, Subscription } from "@nats-io/transport-node";
 import { DISPATCHER_QUEUE, subjects } from "@sloserve/contracts";
 import { connectBus, runService, startQuotaSync, systemClock, type DispatcherPresence } from "@sloserve/bus";
 import { FairShareAdmission, QuotaAdmission } from "@sloserve/policy";
@@ -16,6 +17,7 @@ import { PipelineStats } from "./pipeline-stats.js";
 import { builtinSteps } from "./builtin-steps.js";
 import { DispatcherMetrics } from "./metrics.js";
 import { DispatcherQuotas } from "./quotas.js";
+import { OnceByReply, SilentPeerTakeover } from "./takeover.js";
 import { startServiceMetrics } from "@sloserve/metrics";
 
 /**
@@ -67,29 +69,60 @@ await runService("dispatcher", process.env, async (log) => {
     const p: DispatcherPresence = { dispatcher: id, at_ms: clock.now(), every_ms: 1000, ...(leaving ? { leaving } : {}) };
     bus.nc.publish(subjects.dispatcherPresence(id), JSON.stringify(p));
   };
-  // Its own heartbeat heard back: a worker silent while this one heard nothing is not lost (cluster.ts).
-  const echo = bus.nc.subscribe(subjects.dispatcherPresence(id), { callback: () => cluster.heard(clock.now()) });
+  // Every dispatcher's heartbeat. Its own heard back: a worker silent while this one heard nothing is
+  // not lost (cluster.ts). A peer's silence: its queries taken over (takeover.ts).
+  const takeover = new SilentPeerTakeover(id);
+  const once = new OnceByReply();
+  const echo = bus.nc.subscribe(subjects.dispatcherPresenceAll, {
+    callback: (_err, msg) => {
+      let p: DispatcherPresence;
+      try {
+        p = msg.json<DispatcherPresence>();
+      } catch {
+        return;
+      }
+      if (typeof p?.dispatcher !== "string" || typeof p.every_ms !== "number") return;
+      if (p.dispatcher === id) cluster.heard(clock.now());
+      takeover.heard(p, clock.now());
+    },
+  });
   const ticker = setInterval(() => {
     for (const report of dispatcher.tick(clock.now())) bus.nc.publish(subjects.arrivals(report.app), JSON.stringify(report));
     presence(false);
   }, 1000);
   presence(false);
 
-  const queries = [
-    bus.nc.subscribe("infer.app.*", { queue: DISPATCHER_QUEUE, callback: (_err, msg) => dispatcher.handle(msg) }),
-    bus.nc.subscribe("infer.model.*", { queue: DISPATCHER_QUEUE, callback: (_err, msg) => dispatcher.handle(msg) }),
-    bus.nc.subscribe("infer.variant.*", { queue: DISPATCHER_QUEUE, callback: (_err, msg) => dispatcher.handle(msg) }),
-    // Queries a frontend admitted under their app's quota.
-    bus.nc.subscribe(subjects.inferAppAdmittedAll, { queue: DISPATCHER_QUEUE, callback: (_err, msg) => dispatcher.handle(msg) }),
-    bus.nc.subscribe(subjects.inferModelAdmittedAll, { queue: DISPATCHER_QUEUE, callback: (_err, msg) => dispatcher.handle(msg) }),
-  ];
+  // The query subjects (and those of queries a frontend admitted under their app's quota), as a queue
+  // group; while a peer is silent, also outside it, each query handled once (takeover.ts).
+  const querySubjects = ["infer.app.*", "infer.model.*", "infer.variant.*", subjects.inferAppAdmittedAll, subjects.inferModelAdmittedAll];
+  let takenOver: Subscription[] = [];
+  const handle = (msg: Msg): void => {
+    if (takenOver.length > 0 && !once.first(msg.reply, clock.now())) return;
+    dispatcher.handle(msg);
+  };
+  const queries = querySubjects.map((subject) => bus.nc.subscribe(subject, { queue: DISPATCHER_QUEUE, callback: (_err, msg) => handle(msg) }));
+  const takeoverTicker = setInterval(() => {
+    const now = clock.now();
+    const take = takeover.shouldTakeOver(now);
+    if (take && takenOver.length === 0) {
+      log.warn({ silent: takeover.silent(now) }, "dispatchers silent: taking their queries over");
+      takenOver = querySubjects.map((subject) => bus.nc.subscribe(subject, { callback: (_err, msg) => handle(msg) }));
+    } else if (!take && takenOver.length > 0) {
+      log.info("no dispatcher silent: queries back to the queue group alone");
+      for (const s of takenOver) s.unsubscribe();
+      takenOver = [];
+    }
+    if (takenOver.length === 0) once.clear();
+    else once.sweep(now);
+  }, 500);
   return {
     info: { dispatcher: id, models: catalog.models.size, workers: cluster.workers.size, overflow: functions?.name ?? "off", metricsPort: metrics.port },
     async stop() {
       clearInterval(ticker);
+      clearInterval(takeoverTicker);
       quotaSync.stop();
       pipelines.stop();
-      for (const s of [...queries, ...subs, echo]) s.unsubscribe();
+      for (const s of [...queries, ...takenOver, ...subs, echo]) s.unsubscribe();
       presence(true);
       if (overflow) log.info({ ...overflow.totals, provider: functions?.stats() }, "overflow totals");
       await functions?.close();
