@@ -1,5 +1,5 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { describeZodError, quotaChangeSchema, quotaDemandReportSchema, subjects, type AppQuota, type AppQuotaRecord, type Clock, type QuotaDemandReport } from "@sloserve/contracts";
+import { describeZodError, keyQuotaChangeSchema, keyQuotaSubject, quotaChangeSchema, quotaDemandReportSchema, subjects, type AppQuota, type AppQuotaRecord, type Clock, type KeyQuotaRecord, type QuotaDemandReport } from "@sloserve/contracts";
 import type { Logger } from "./log.js";
 import { runEvery } from "./ticker.js";
 
@@ -10,7 +10,9 @@ import { runEvery } from "./ticker.js";
  * this process's demand published on `quota.demand.<process>` every report period (empty or not, so
  * that the processes know each other) and the others' applied as they come. The table and its rule
  * are libs/policy's `QuotaAdmission` (access/quota.ts); the snapshot comes from `load` (libs/store
- * `QuotaStore.list`).
+ * `QuotaStore.list`). With `loadKeys` (frontends, access control on) API keys' quotas too, as
+ * `key:<id>` in the table, from `quota.changed.key:<id>` and `QuotaStore.listKeys`; without it (dispatchers)
+ * key quota changes are ignored.
  */
 
 /** How often the whole quota table is read again, ms. */
@@ -31,15 +33,30 @@ export interface QuotaSync {
   stop(): void;
 }
 
-const limits = (r: AppQuotaRecord): AppQuota => ({ rate_qps: r.rate_qps, burst: r.burst, max_concurrency: r.max_concurrency });
+const limits = (r: AppQuotaRecord | KeyQuotaRecord): AppQuota => ({ rate_qps: r.rate_qps, burst: r.burst, max_concurrency: r.max_concurrency });
+/** The subjects of API keys' quota changes: `quota.changed.key:<id>`. */
+const KEY_CHANGE_PREFIX = subjects.keyQuotaChanged("");
 
 /** Subscribes, reads the snapshot, then reports every period; resolves once the table holds the snapshot. */
-export async function startQuotaSync(nc: NatsConnection, table: QuotaTable, deps: { load: () => Promise<AppQuotaRecord[]>; clock: Clock; log: Logger; refreshMs?: number }): Promise<QuotaSync> {
+export async function startQuotaSync(
+  nc: NatsConnection,
+  table: QuotaTable,
+  deps: { load: () => Promise<AppQuotaRecord[]>; loadKeys?: (() => Promise<KeyQuotaRecord[]>) | undefined; clock: Clock; log: Logger; refreshMs?: number },
+): Promise<QuotaSync> {
   const { clock, log } = deps;
   // Subscribed before the snapshot is read, so that no change falls between the two.
   const subs: Subscription[] = [
     nc.subscribe(subjects.quotaChangedAll, {
       callback: (_err, msg) => {
+        if (msg.subject.startsWith(KEY_CHANGE_PREFIX)) {
+          if (!deps.loadKeys) return; // a dispatcher: keys' quotas are the frontends'
+          const parsed = keyQuotaChangeSchema.safeParse(msg.json());
+          if (!parsed.success) return log.warn({ subject: msg.subject, error: describeZodError(parsed.error) }, "ignoring malformed key quota change");
+          const { key, quota } = parsed.data;
+          table.setQuota(keyQuotaSubject(key), quota ? limits(quota) : undefined, clock.now());
+          log.info({ keyId: key, quota }, quota ? "key quota set" : "key quota removed");
+          return;
+        }
         const parsed = quotaChangeSchema.safeParse(msg.json());
         if (!parsed.success) return log.warn({ subject: msg.subject, error: describeZodError(parsed.error) }, "ignoring malformed quota change");
         const { app, quota } = parsed.data;
@@ -57,8 +74,10 @@ export async function startQuotaSync(nc: NatsConnection, table: QuotaTable, deps
   ];
   const refresh = async (): Promise<void> => {
     const readAtMs = clock.now();
-    const records = await deps.load();
-    table.replaceQuotas(new Map(records.map((r) => [r.app, limits(r)])), readAtMs, clock.now());
+    const [records, keyRecords] = await Promise.all([deps.load(), deps.loadKeys?.() ?? []]);
+    const quotas = new Map(records.map((r) => [r.app, limits(r)]));
+    for (const r of keyRecords) quotas.set(keyQuotaSubject(r.key), limits(r));
+    table.replaceQuotas(quotas, readAtMs, clock.now());
   };
   await refresh();
   const publish = (leaving: boolean): void => nc.publish(subjects.quotaDemand(table.process), JSON.stringify(table.report(clock.now(), leaving)));

@@ -6,7 +6,7 @@ import { infer } from "./infer.js";
 import { deletePipeline, inferPipeline, listPipelines, registerPipeline, showPipeline } from "./pipelines.js";
 import { listApps, listDecisions, listModels, listVariants, listWorkers, showCost } from "./views.js";
 import { simList, simRun } from "./sim.js";
-import { deleteQuota, getQuota, setQuota } from "./quotas.js";
+import { deleteQuota, getQuota, quotaOwner, setQuota } from "./quotas.js";
 
 /**
  * `sloserve`: the command line of the frontend's HTTP API (`--url`, default http://localhost:8080, or
@@ -144,25 +144,29 @@ export function buildProgram(): Command {
     .option("-p, --param <name=value>", "a pipeline parameter (repeatable), e.g. threshold=0.95", collect)
     .action(act(async (api, out, name: string, o: Parameters<typeof inferPipeline>[3]) => inferPipeline(api, out, name, o)));
 
-  const quota = program.command("quota").description("an app's quota: rate, burst and queries in flight; over it queries are refused at once (HTTP 429)");
+  const quota = program.command("quota").description("an app's quota, or an API key's (--key): rate, burst and queries in flight; over it queries are refused at once (HTTP 429)");
+  const keyOption = (): Option => new Option("--key <key_id>", "an API key's quota instead of an app's (its id, from POST /v1/keys; access control on)");
   quota
     .command("set")
-    .description("set (or replace) an app's quota (an admin key with access control on)")
-    .argument("<app>")
-    .requiredOption("--rate <qps>", "queries per second the app may send", positive("--rate"))
+    .description("set (or replace) an app's or an API key's quota (an admin key with access control on)")
+    .argument("[app]")
+    .addOption(keyOption())
+    .requiredOption("--rate <qps>", "queries per second the app (or key) may send", positive("--rate"))
     .requiredOption("--burst <n>", "queries admitted at once above the rate", positiveInt("--burst"))
-    .requiredOption("--concurrency <n>", "the app's queries in flight at once", positiveInt("--concurrency"))
-    .action(act(async (api, out, app: string, o: { rate: number; burst: number; concurrency: number }) => setQuota(api, out, app, o)));
+    .requiredOption("--concurrency <n>", "the app's (or key's) queries in flight at once", positiveInt("--concurrency"))
+    .action(act(async (api, out, app: string | undefined, o: { key?: string; rate: number; burst: number; concurrency: number }) => setQuota(api, out, quotaOwner(app, o.key), o)));
   quota
     .command("get")
-    .description("an app's quota")
-    .argument("<app>")
-    .action(act(async (api, out, app: string) => getQuota(api, out, app)));
+    .description("an app's or an API key's quota")
+    .argument("[app]")
+    .addOption(keyOption())
+    .action(act(async (api, out, app: string | undefined, o: { key?: string }) => getQuota(api, out, quotaOwner(app, o.key))));
   quota
     .command("delete")
-    .description("remove an app's quota (an admin key with access control on)")
-    .argument("<app>")
-    .action(act(async (api, out, app: string) => deleteQuota(api, out, app)));
+    .description("remove an app's or an API key's quota (an admin key with access control on)")
+    .argument("[app]")
+    .addOption(keyOption())
+    .action(act(async (api, out, app: string | undefined, o: { key?: string }) => deleteQuota(api, out, quotaOwner(app, o.key))));
 
   program
     .command("workers")

@@ -60,6 +60,8 @@ describe("cli", () => {
       { args: ["quota", "set", "digits", "--rate", "0", "--burst", "1", "--concurrency", "1"], code: 2, message: /--rate must be a positive number/ },
       { args: ["quota", "set", "digits", "--rate", "5", "--concurrency", "1"], code: 2, message: /required option '--burst <n>' not specified/ },
       { args: ["quota", "get", "digits", "--url", url], code: 3, message: /cannot reach/ },
+      { args: ["quota", "get", "--url", url], code: 2, message: /give the app whose quota it is, or --key KEY_ID/ },
+      { args: ["quota", "delete", "digits", "--key", "0123456789ab", "--url", url], code: 2, message: /give an app or --key KEY_ID, not both/ },
     ];
     const runs = await Promise.all(cases.map((c) => sloserve(c.args, { SLOSERVE_URL: url })));
     for (const [i, c] of cases.entries()) {

@@ -89,6 +89,8 @@ export const subjects = {
   dispatcherPresenceAll: "presence.dispatcher.*",
   /** An app's quota was set or removed (core NATS, payload quotaChangeSchema): every frontend and dispatcher applies it at once. */
   quotaChanged: (app: string) => `quota.changed.${app}`,
+  /** An API key's quota was set or removed (core NATS, payload keyQuotaChangeSchema): `quota.changed.key:<id>`, applied by every frontend; dispatchers ignore it. */
+  keyQuotaChanged: (keyId: string) => `quota.changed.key:${keyId}`,
   quotaChangedAll: "quota.changed.*",
   /**
    * Each admitting process's demand per app, every 500 ms (core NATS, payload quotaDemandReportSchema):

@@ -101,6 +101,10 @@ export const httpRules: Readonly<Record<string, Rule>> = {
   "POST /v1/keys": cluster,
   "GET /v1/keys": cluster,
   "DELETE /v1/keys/:id": cluster,
+  // API keys' quotas: admin only, as the keys (a key does not read or lift its own limits).
+  "GET /v1/keys/:id/quota": cluster,
+  "PUT /v1/keys/:id/quota": cluster,
+  "DELETE /v1/keys/:id/quota": cluster,
   "GET /v2/models/:model": { action: "read", target: model },
   "GET /v2/models/:model/versions/:version": { action: "read", target: model },
   "GET /v2/models/:model/ready": { action: "read", target: model },

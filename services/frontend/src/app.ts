@@ -28,7 +28,7 @@ import { askBus, serverMetadata, serverReady, type QueryDeps } from "./query.js"
 import { registerObservationRoutes } from "./observe.js";
 import type { ProfileProgressView } from "./progress.js";
 import type { InferenceStatistics } from "./statistics.js";
-import { registerQuotaRoutes, type FrontendQuotas } from "./quotas.js";
+import { registerKeyQuotaRoutes, registerQuotaRoutes, removeKeyQuota, type FrontendQuotas } from "./quotas.js";
 import multipart from "@fastify/multipart";
 
 export interface FrontendOptions {
@@ -55,7 +55,7 @@ export interface FrontendDeps {
   stats: InferenceStatistics;
   /** Access control (API keys; access.ts): absent, every route is open (AUTH=false). */
   auth?: { authenticator: Authenticator; keys: ApiKeyStore } | undefined;
-  /** Apps' quotas: this frontend's admission (shared with the gRPC service) and where they are stored (quotas.ts). */
+  /** Apps' and API keys' quotas: this frontend's admission (shared with the gRPC service) and where they are stored (quotas.ts). */
   quotas: FrontendQuotas;
   quotaStore: QuotaStore;
   /** The registry `/metrics` serves (several frontend processes: one that sums theirs, processes.ts). @default a new one */
@@ -341,7 +341,10 @@ export async function buildApp(deps: FrontendDeps) {
     return { atMs: clock.now(), models, variants, instances, workers };
   });
   await registerDashboard(app, { bus, catalog, clock, log });
-  registerKeyRoutes(app, { auth: deps.auth, clock });
+  const quotaDeps = { bus, quotaStore: deps.quotaStore, quotas: deps.quotas, clock };
+  registerKeyRoutes(app, { auth: deps.auth, clock, removeQuota: (id) => removeKeyQuota(quotaDeps, id) });
+  // API keys' quotas (quotas.ts).
+  registerKeyQuotaRoutes(app, { ...quotaDeps, keys: deps.auth?.keys });
   app.get("/", async (_req, reply) => reply.redirect("/dashboard"));
   app.get("/metrics", async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
 

@@ -25,7 +25,7 @@ const grpcStatusByHttp: Record<number, grpc.status> = {
   404: grpc.status.NOT_FOUND,
   409: grpc.status.ALREADY_EXISTS,
   413: grpc.status.RESOURCE_EXHAUSTED,
-  // Over its app's quota (quota_exceeded).
+  // Over its app's or its API key's quota (quota_exceeded).
   429: grpc.status.RESOURCE_EXHAUSTED,
   415: grpc.status.INVALID_ARGUMENT,
   422: grpc.status.FAILED_PRECONDITION,
@@ -209,7 +209,7 @@ export async function startGrpcServer(
       const deadline = call.getDeadline();
       const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
       const timeoutMs = Number.isFinite(deadlineMs) ? Math.max(1, deadlineMs - clock.now()) : undefined;
-      const answer = await serveOipQuery(deps, message.model_name, message.model_version, () => ({ request: requestFromGrpc(message) }), { requestId: message.id || randomUUID(), timeoutMs });
+      const answer = await serveOipQuery(deps, message.model_name, message.model_version, () => ({ request: requestFromGrpc(message) }), { requestId: message.id || randomUUID(), timeoutMs, keyId: grantOf(call)?.id });
       const { model_name, model_version, id, ...rest } = answer.header;
       return {
         model_name: model_name ?? message.model_name,

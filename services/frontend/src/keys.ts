@@ -10,10 +10,17 @@ import { newApiKey, sha256Hex, type Authenticator } from "./auth.js";
  * - `POST /v1/keys` `{"role": "user"|"app-admin"|"admin", "apps": ["digits"] | "*", "name"?}` → 201 with
  *   the key itself (`key`: shown this once; Redis keeps its SHA-256) and its `id`.
  * - `GET /v1/keys`: every stored key, without secrets (the bootstrap key from SLOSERVE_ADMIN_KEY is not stored).
- * - `DELETE /v1/keys/{id}`: revokes the key at once on this frontend, within AUTH_CACHE_MS on others.
+ * - `DELETE /v1/keys/{id}`: revokes the key at once on this frontend, within AUTH_CACHE_MS on others,
+ *   and removes its quota (quotas.ts `removeKeyQuota`).
  *
  * With access control off the routes refuse: keys made then would open the API once it is turned on.
  */
+
+/** An API key id as the routes take it (12 hex digits), or 400. */
+export function checkKeyId(id: string): string {
+  if (!/^[0-9a-f]{12}$/.test(id)) throw new ServeError(ErrorCode.badRequest, `invalid key id ${JSON.stringify(id.slice(0, 64))}: an id is 12 hex digits (GET /v1/keys lists them)`);
+  return id;
+}
 
 function describeKey(r: ApiKeyRecord): Record<string, unknown> {
   return { id: r.id, name: r.name, role: r.role, apps: r.apps, created_at_ms: r.createdAtMs };
@@ -21,7 +28,7 @@ function describeKey(r: ApiKeyRecord): Record<string, unknown> {
 
 export function registerKeyRoutes(
   app: FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>,
-  deps: { auth: { authenticator: Authenticator; keys: ApiKeyStore } | undefined; clock: Clock },
+  deps: { auth: { authenticator: Authenticator; keys: ApiKeyStore } | undefined; clock: Clock; removeQuota: (id: string) => Promise<unknown> },
 ): void {
   const { clock } = deps;
   const authOn = (): { authenticator: Authenticator; keys: ApiKeyStore } => {
@@ -48,12 +55,13 @@ export function registerKeyRoutes(
 
   app.delete<{ Params: { id: string } }>("/v1/keys/:id", async (req) => {
     const { authenticator, keys } = authOn();
-    const id = req.params.id;
-    if (!/^[0-9a-f]{12}$/.test(id)) throw new ServeError(ErrorCode.badRequest, `invalid key id ${JSON.stringify(id.slice(0, 64))}: an id is 12 hex digits (GET /v1/keys lists them)`);
+    const id = checkKeyId(req.params.id);
     const record = await keys.revoke(id);
     if (!record) throw new ServeError(ErrorCode.unknownKey, `no API key with id ${id}`);
     authenticator.forget(id);
-    req.log.info({ keyId: id, by: req.apiKey?.id }, "API key revoked");
+    // Its quota goes with it.
+    const quota = await deps.removeQuota(id);
+    req.log.info({ keyId: id, by: req.apiKey?.id, quotaRemoved: quota !== undefined }, "API key revoked");
     return { revoked: describeKey(record) };
   });
 }

@@ -58,8 +58,8 @@ async function startFrontend(options: FrontendSettings, log: Logger): Promise<{ 
     },
   });
   await catalog.load();
-  // Apps' quotas: this process's share, kept current on the bus (quotas.ts).
-  const { quotas, quotaStore, sync: quotaSync } = await startFrontendQuotas(bus, store, systemClock, log);
+  // Apps' quotas and, with access control on, API keys': this process's share, kept current on the bus (quotas.ts).
+  const { quotas, quotaStore, sync: quotaSync } = await startFrontendQuotas(bus, store, systemClock, log, { keys: options.AUTH });
   const app = await buildApp({
     bus,
     store,

@@ -118,7 +118,7 @@ export function registerOipHttpRoutes(app: App, deps: QueryDeps, options: { maxB
   app.get<StatsParams>("/v2/models/:model/versions/:version/stats", stats);
 
   const answer = async (req: FastifyRequest, reply: FastifyReply, model: string, version: string | undefined, read: () => { request: OipRequest; slo?: Slo | undefined }, appOnly = false) => {
-    const result = await serveOipQuery(deps, model, version, read, { requestId: req.id, appOnly });
+    const result = await serveOipQuery(deps, model, version, read, { requestId: req.id, appOnly, keyId: req.apiKey?.id });
     reply.header(headers.requestId, req.id);
     return sendOipAnswer(reply, result.header, result.outputs, (name) => wantsBinaryOutput(result.request, name));
   };

@@ -47,7 +47,7 @@ export interface QueryDeps {
   defaultTimeoutMs: number;
   /** This process's counts of the queries it served (statistics.ts), shared by HTTP and gRPC. */
   stats: InferenceStatistics;
-  /** Apps' quotas: this frontend's admission (quotas.ts), shared by HTTP and gRPC. */
+  /** Apps' and API keys' quotas: this frontend's admission (quotas.ts), shared by HTTP and gRPC. */
   quotas: FrontendQuotas;
 }
 
@@ -217,22 +217,23 @@ export async function askBus(deps: Pick<QueryDeps, "bus" | "clock" | "defaultTim
  * parameter `timeout_ms`, else the transport's (`context.timeoutMs`), else the default. Errors are
  * ServeErrors; each transport maps their code to its status. Once the target is found, the query is
  * counted under its name in `deps.stats` (a success with its timings, or a failure): a few additions.
- * Before its body is read it is admitted under its app's quota or refused `quota_exceeded`
- * (quotas.ts); admitted, it holds its slot until it ends, and goes out on the `….admitted` subject.
+ * Before its body is read it is admitted under its API key's quota (`context.keyId`, access control
+ * on) and its app's, or refused `quota_exceeded` (quotas.ts); admitted, it holds its slots until it
+ * ends, and goes out on the `….admitted` subject.
  */
 export async function serveOipQuery(
   deps: QueryDeps,
   modelName: string,
   modelVersion: string | undefined,
   read: () => { request: OipRequest; slo?: Slo | undefined },
-  context: { requestId: string; timeoutMs?: number | undefined; appOnly?: boolean },
+  context: { requestId: string; timeoutMs?: number | undefined; appOnly?: boolean; keyId?: string | undefined },
 ): Promise<QueryAnswer & { request: OipRequest }> {
   const started = performance.now();
   const target = await resolveTarget(deps.catalog, modelName, modelVersion, context.appOnly === true);
   const counters = deps.stats.of(target.name);
   let ticket: QuotaTicket | undefined;
   try {
-    ticket = deps.quotas.admit(target.kind === "model" ? target.model.app : target.name);
+    ticket = deps.quotas.admit(target.kind === "model" ? target.model.app : target.name, context.keyId);
     const { request, slo: given } = read();
     const signature = signatureOf(target);
     const requested = request.outputs?.map((o) => o.name);

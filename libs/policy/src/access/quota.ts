@@ -1,4 +1,4 @@
-import { ErrorCode, ServeError, type AppQuota, type QuotaDemandReport, type QuotaRole } from "@sloserve/contracts";
+import { ErrorCode, ServeError, keyOfQuotaSubject, keyQuotaSubject, type AppQuota, type QuotaDemandReport, type QuotaRole } from "@sloserve/contracts";
 
 /**
  * Per-app quotas and their admission (issue 30; docs/RELIABILITY.md "Quotas"): one app's flood is
@@ -39,8 +39,16 @@ import { ErrorCode, ServeError, type AppQuota, type QuotaDemandReport, type Quot
  * alone until the others' reports arrive). A process whose reports stop is forgotten after
  * `peerTimeoutMs` (1.5 s), at once when it says it leaves. A single process enforces the quota exactly.
  *
+ * **API keys.** With access control on, an API key may have a quota of its own, with the same rule
+ * (`key:<id>` in this table, the reports and on the bus; libs/contracts quotas.ts). Keys exist at the
+ * frontends only, so a key's quota is shared among the frontends alone: dispatchers' reports do not
+ * count in its shares. A query sent with a key passes its key's quota first, then its app's
+ * ({@link QuotaAdmission.admitQuery}): a key over its own quota is refused without spending its app's
+ * tokens, so one key's flood does not use up the app's quota for its other keys; nothing is taken
+ * from either until both admit it, and its ticket gives both slots back.
+ *
  * Pure: time comes in as `nowMs`; the services publish and read the reports (libs/bus quota-sync.ts).
- * Caveat: shares follow where demand is, not who sends it; apps, not API keys, have quotas.
+ * Caveat: shares follow where demand is, not who sends it.
  */
 
 export const QUOTA_DEFAULTS = {
@@ -170,7 +178,10 @@ const NO_TICKET: QuotaTicket = { release() {} };
 
 /** Why a query was refused: which limit, when to try again, and the error the caller gets (`quota_exceeded`, HTTP 429). */
 export interface QuotaRefusal {
+  /** The query's app. */
   app: string;
+  /** The API key whose own quota refused it; absent when its app's quota did. */
+  key?: string;
   limit: "rate_qps" | "max_concurrency";
   retryAfterS: number;
   error: ServeError;
@@ -202,17 +213,24 @@ class AppGate {
   }
 }
 
+/** The slots of one query in its gates (its key's and its app's), given back together, once. */
 class Ticket implements QuotaTicket {
   private held = true;
-  constructor(private readonly gate: AppGate) {}
+  constructor(private readonly gates: readonly AppGate[]) {}
   release(): void {
     if (!this.held) return;
     this.held = false;
-    this.gate.inFlight--;
+    for (const gate of this.gates) gate.inFlight--;
   }
 }
 
 const quotaText = (q: AppQuota): string => `${q.rate_qps} queries/s with bursts of ${q.burst}, ${q.max_concurrency} in flight`;
+
+/** How a refusal names whose quota it is: the app's, or the API key's. */
+const ownerText = (subject: string): string => {
+  const key = keyOfQuotaSubject(subject);
+  return key === undefined ? `app '${subject}'` : `API key '${key}'`;
+};
 
 /**
  * Every app's quota in one admitting process (a frontend or a dispatcher): admission per query, the
@@ -220,8 +238,8 @@ const quotaText = (q: AppQuota): string => `${q.rate_qps} queries/s with bursts 
  */
 export class QuotaAdmission {
   private readonly gates = new Map<string, AppGate>();
-  /** Other processes: their last report's demand per app, and when it was heard (this process's clock). */
-  private readonly peers = new Map<string, { heardAtMs: number; apps: Readonly<Record<string, number>> }>();
+  /** Other processes: their role, their last report's demand per app (and key), and when it was heard (this process's clock). */
+  private readonly peers = new Map<string, { role: QuotaRole; heardAtMs: number; apps: Readonly<Record<string, number>> }>();
   /** When each app's last change was applied (set or removed), so that an older snapshot does not undo it. */
   private readonly changedAtMs = new Map<string, number>();
   /** This process's demand per app over its last report period, queries/s. */
@@ -273,10 +291,14 @@ export class QuotaAdmission {
     } else this.gates.set(app, new AppGate(quota, share, nowMs));
   }
 
-  /** This process's share of an app's quota, from its demand and the live peers' last reports. */
+  /**
+   * This process's share of an app's (or a key's) quota, from its demand and the live peers' last
+   * reports; a key's among the frontends only (dispatchers never admit by key).
+   */
   private shareOf(app: string, quota: AppQuota): QuotaShare {
+    const frontendsOnly = keyOfQuotaSubject(app) !== undefined;
     const demands: ProcessDemand[] = [{ process: this.process, demandQps: this.demand[app] ?? 0 }];
-    for (const [process, peer] of this.peers) demands.push({ process, demandQps: peer.apps[app] ?? 0 });
+    for (const [process, peer] of this.peers) if (!frontendsOnly || peer.role === "frontend") demands.push({ process, demandQps: peer.apps[app] ?? 0 });
     return shareQuota(quota, demands).get(this.process) as QuotaShare;
   }
 
@@ -292,33 +314,55 @@ export class QuotaAdmission {
    * must be released once it is answered, failed or timed out.
    */
   admit(app: string, nowMs: number): Admission {
-    const gate = this.gates.get(app);
-    if (!gate) return ADMITTED_FREELY;
-    gate.offered++;
-    const q = gate.quota;
-    if (gate.inFlight >= gate.maxConcurrency) {
-      return this.refuse(app, "max_concurrency", 1, q, `app '${app}' has ${q.max_concurrency} queries in flight, its quota's max_concurrency (quota: ${quotaText(q)}): try again when one is answered`);
-    }
-    if (!gate.bucket.tryTake(nowMs)) {
-      // A share of 0 until the next rebalance: a period, rounded up to a second like any other wait.
-      const waitMs = gate.bucket.waitMs(nowMs);
-      const retryAfterS = Math.max(1, Math.ceil((Number.isFinite(waitMs) ? waitMs : this.options.reportEveryMs) / 1000));
-      return this.refuse(app, "rate_qps", retryAfterS, q, `app '${app}' is over its quota's rate_qps of ${q.rate_qps} queries/s (quota: ${quotaText(q)}): retry after ${retryAfterS} s`);
-    }
-    gate.inFlight++;
-    return { admitted: true, ticket: new Ticket(gate) };
+    return this.admitQuery(app, undefined, nowMs);
   }
 
-  private refuse(app: string, limit: QuotaRefusal["limit"], retryAfterS: number, q: AppQuota, message: string): Admission {
-    const error = new ServeError(ErrorCode.quotaExceeded, message, { app, limit, retry_after_s: retryAfterS, rate_qps: q.rate_qps, burst: q.burst, max_concurrency: q.max_concurrency });
-    return { admitted: false, refusal: { app, limit, retryAfterS, error } };
+  /**
+   * Admits a query of `app` sent with the API key `keyId` (undefined: none, or access control off):
+   * its key's quota first, then its app's (each: a concurrency slot, then a token), or refuses it at the
+   * first that is over. Nothing is taken until every quota admits it; the ticket holds a slot in each
+   * and must be released once the query is answered, failed or timed out. A key or app without a quota
+   * is not checked.
+   */
+  admitQuery(app: string, keyId: string | undefined, nowMs: number): Admission {
+    const subjects = keyId === undefined ? [app] : [keyQuotaSubject(keyId), app];
+    const gates: AppGate[] = [];
+    for (const subject of subjects) {
+      const gate = this.gates.get(subject);
+      if (!gate) continue;
+      gate.offered++;
+      const q = gate.quota;
+      const who = ownerText(subject);
+      const key = keyOfQuotaSubject(subject);
+      if (gate.inFlight >= gate.maxConcurrency) {
+        return this.refuse(app, key, "max_concurrency", 1, q, `${who} has ${q.max_concurrency} queries in flight, its quota's max_concurrency (quota: ${quotaText(q)}): try again when one is answered`);
+      }
+      const waitMs = gate.bucket.waitMs(nowMs);
+      if (waitMs > 0) {
+        // A share of 0 until the next rebalance: a period, rounded up to a second like any other wait.
+        const retryAfterS = Math.max(1, Math.ceil((Number.isFinite(waitMs) ? waitMs : this.options.reportEveryMs) / 1000));
+        return this.refuse(app, key, "rate_qps", retryAfterS, q, `${who} is over its quota's rate_qps of ${q.rate_qps} queries/s (quota: ${quotaText(q)}): retry after ${retryAfterS} s`);
+      }
+      gates.push(gate);
+    }
+    if (gates.length === 0) return ADMITTED_FREELY;
+    for (const gate of gates) {
+      gate.bucket.tryTake(nowMs);
+      gate.inFlight++;
+    }
+    return { admitted: true, ticket: new Ticket(gates) };
+  }
+
+  private refuse(app: string, key: string | undefined, limit: QuotaRefusal["limit"], retryAfterS: number, q: AppQuota, message: string): Admission {
+    const error = new ServeError(ErrorCode.quotaExceeded, message, { ...(key !== undefined ? { key } : {}), app, limit, retry_after_s: retryAfterS, rate_qps: q.rate_qps, burst: q.burst, max_concurrency: q.max_concurrency });
+    return { admitted: false, refusal: { app, ...(key !== undefined ? { key } : {}), limit, retryAfterS, error } };
   }
 
   /** Another process's report (this process's own, echoed by the bus, is ignored): the shares are rebalanced with it. */
   observe(report: QuotaDemandReport, nowMs: number): void {
     if (report.process === this.process) return;
     if (report.leaving) this.peers.delete(report.process);
-    else this.peers.set(report.process, { heardAtMs: nowMs, apps: report.apps });
+    else this.peers.set(report.process, { role: report.role, heardAtMs: nowMs, apps: report.apps });
     this.rebalance(nowMs);
   }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { AppQuota } from "@sloserve/contracts";
+import { keyQuotaSubject, type AppQuota } from "@sloserve/contracts";
 import { QUOTA_DEFAULTS, QuotaAdmission, TokenBucket, shareQuota, type Admission } from "../../src/access/quota.js";
 
 const quota = (rate_qps: number, burst: number, max_concurrency: number): AppQuota => ({ rate_qps, burst, max_concurrency });
@@ -211,5 +211,91 @@ describe("quota - shared among processes", () => {
       if (t % 50 === 0 && !front.admit("a", now).admitted) refusedA++;
     }
     expect(refusedA).toBe(0);
+  });
+});
+
+describe("quota - API keys' quotas", () => {
+  const K1 = "0123456789ab";
+  const K2 = "ba9876543210";
+  const refusal = (a: Admission) => (a.admitted ? undefined : a.refusal);
+
+  it("quota - a key over its own quota is refused naming the key, before its app's quota is charged; another key of the app passes", () => {
+    const q = new QuotaAdmission("frontend-1", "frontend", T0);
+    q.setQuota(keyQuotaSubject(K1), quota(1, 2, 100), T0);
+    q.setQuota("a", quota(1, 4, 100), T0);
+    const k1 = [0, 1, 2].map(() => q.admitQuery("a", K1, T0));
+    expect(k1.map((x) => x.admitted)).toEqual([true, true, false]);
+    const r = refusal(k1[2]!)!;
+    expect(r).toMatchObject({ app: "a", key: K1, limit: "rate_qps", retryAfterS: 1 });
+    expect(r.error.message).toBe(`API key '${K1}' is over its quota's rate_qps of 1 queries/s (quota: 1 queries/s with bursts of 2, 100 in flight): retry after 1 s`);
+    expect(r.error.details).toEqual({ key: K1, app: "a", limit: "rate_qps", retry_after_s: 1, rate_qps: 1, burst: 2, max_concurrency: 100 });
+    // K1's refusals took nothing from the app: 2 of its 4 tokens are left, for K2 (no quota of its own) and queries without a key.
+    expect(q.shareNow("a", T0)?.tokens).toBeCloseTo(2, 9);
+    expect(q.admitQuery("a", K2, T0).admitted).toBe(true);
+    expect(q.admit("a", T0).admitted).toBe(true);
+    // Now the app's quota is empty: K2 refused by the app's, the refusal naming the app and no key.
+    const byApp = refusal(q.admitQuery("a", K2, T0))!;
+    expect(byApp).toMatchObject({ app: "a", limit: "rate_qps" });
+    expect(byApp.key).toBeUndefined();
+    expect(byApp.error.message).toMatch(/^app 'a' is over its quota's rate_qps/);
+  });
+
+  it("quota - both quotas must admit; a refusal by the app's takes nothing from the key's; the ticket gives both slots back once", () => {
+    const q = new QuotaAdmission("frontend-1", "frontend", T0);
+    q.setQuota(keyQuotaSubject(K1), quota(1000, 1000, 2), T0);
+    q.setQuota("a", quota(1000, 1000, 1), T0);
+    const first = q.admitQuery("a", K1, T0);
+    if (!first.admitted) throw new Error("admitted");
+    expect([q.shareNow(keyQuotaSubject(K1), T0)?.inFlight, q.shareNow("a", T0)?.inFlight]).toEqual([1, 1]);
+    // The app is full: refused by it, and the key holds no second slot for it.
+    const second = refusal(q.admitQuery("a", K1, T0))!;
+    expect(second).toMatchObject({ limit: "max_concurrency" });
+    expect(second.key).toBeUndefined();
+    expect(second.error.message).toMatch(/^app 'a' has 1 queries in flight/);
+    expect(q.shareNow(keyQuotaSubject(K1), T0)).toMatchObject({ inFlight: 1, tokens: 999 });
+    first.ticket.release();
+    first.ticket.release();
+    expect([q.shareNow(keyQuotaSubject(K1), T0)?.inFlight, q.shareNow("a", T0)?.inFlight]).toEqual([0, 0]);
+    // The key's own concurrency limit, with the app's lifted.
+    q.setQuota("a", undefined, T0);
+    const held = [q.admitQuery("a", K1, T0), q.admitQuery("a", K1, T0)];
+    expect(held.every((x) => x.admitted)).toBe(true);
+    const third = refusal(q.admitQuery("a", K1, T0))!;
+    expect(third).toMatchObject({ key: K1, limit: "max_concurrency", retryAfterS: 1 });
+    expect(third.error.message).toMatch(new RegExp(`^API key '${K1}' has 2 queries in flight, its quota's max_concurrency`));
+    // A key without a quota, and no key, pass freely.
+    expect(q.admitQuery("a", K2, T0).admitted).toBe(true);
+    expect(q.admitQuery("a", undefined, T0).admitted).toBe(true);
+  });
+
+  it("quota - a key's quota is shared among the frontends only: a dispatcher's reports take no part of it", () => {
+    const f1 = new QuotaAdmission("frontend-1", "frontend", T0);
+    const f2 = new QuotaAdmission("frontend-2", "frontend", T0);
+    const d1 = new QuotaAdmission("dispatcher-1", "dispatcher", T0);
+    const all = [f1, f2, d1];
+    const exchange = (nowMs: number): void => {
+      const reports = all.map((p) => p.report(nowMs));
+      for (const p of all) for (const r of reports) p.observe(r, nowMs);
+    };
+    exchange(T0);
+    for (const p of [f1, f2]) {
+      p.setQuota(keyQuotaSubject(K1), quota(12, 6, 4), T0);
+      p.setQuota("a", quota(12, 6, 4), T0);
+    }
+    d1.setQuota("a", quota(12, 6, 4), T0);
+    // Idle: the app's quota in thirds, the key's in halves between the two frontends.
+    expect(f1.shareNow("a", T0)).toMatchObject({ rateQps: 4, burst: 2 });
+    expect(f1.shareNow(keyQuotaSubject(K1), T0)).toMatchObject({ rateQps: 6, burst: 3, maxConcurrency: 2 });
+    // The key's demand goes in the frontends' reports under key:<id>; the dispatcher never holds it.
+    for (let i = 0; i < 5; i++) f1.admitQuery("a", K1, T0 + 100);
+    const report = f1.report(T0 + 500);
+    expect(report.apps).toEqual({ [keyQuotaSubject(K1)]: 10, a: 10 });
+    f2.observe(report, T0 + 500);
+    d1.observe(report, T0 + 500);
+    expect(d1.quotaOf(keyQuotaSubject(K1))).toBeUndefined();
+    // f1 asks 10 of the key's 12 q/s: 10 + 2/2 for it, 0 + 2/2 for f2 (with the dispatcher counted it would be 2/3).
+    expect(f2.shareNow(keyQuotaSubject(K1), T0 + 500)?.rateQps).toBeCloseTo(1, 9);
+    // The app's quota is shared with the dispatcher as before: 2/3 of the rest for f2.
+    expect(f2.shareNow("a", T0 + 500)?.rateQps).toBeCloseTo(2 / 3, 9);
   });
 });
