@@ -7,7 +7,7 @@ import { REPO_ROOT, bearer, registerOverHttp, startStack, tempDir, type Stack } 
 import { MetadataStore, QuotaStore } from "@sloserve/store";
 import { oipGrpcProtoPath } from "@sloserve/contracts";
 import { waitFor } from "@sloserve/testing";
-import { sleep, smallModel, smallQuery } from "./fault-load.js";
+import { sleep, smallModel, smallQuery, metricsCounter } from "./fault-load.js";
 
 /**
  * API keys' quotas on the real stack with access control on (`startStack({ auth: true })`, two frontend
@@ -56,19 +56,7 @@ function sloserve(args: string[]): Promise<{ code: number; stdout: string; stder
 }
 
 /** A counter's value in the frontend's /metrics (summed over its processes), over the series whose labels include `labels`. */
-async function counter(name: string, labels: Record<string, string>): Promise<number> {
-  const target = stack.metricsTargets().find((t) => t.service === "frontend");
-  if (!target) throw new Error("the frontend has no metrics endpoint");
-  const text = await (await fetch(target.url)).text();
-  let total = 0;
-  for (const line of text.split("\n")) {
-    const m = /^(\w+)\{([^}]*)\} (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const got = Object.fromEntries([...(m[2] ?? "").matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-    if (Object.entries(labels).every(([k, v]) => got[k] === v)) total += Number(m[3]);
-  }
-  return total;
-}
+const counter = (name: string, labels: Record<string, string>): Promise<number> => metricsCounter(stack, "frontend", name, labels);
 
 beforeAll(async () => {
   stack = await startStack({ auth: true, frontendProcesses: 2, cpuWorkers: 1, workerThreads: 1, env: { VARIANT_HARDWARE: "cpu", VARIANT_BATCH_SIZES: "1,8", VARIANT_CPU_THREADS: "1", PROFILE_ON_REGISTER: "false" } });

@@ -7,7 +7,7 @@ import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/t
 import { REPO_ROOT, registerOverHttp, startStack, tempDir, type Stack } from "@sloserve/stack";
 import { contentTypes, headers, oipGrpcProtoPath, subjects, type ArrivalsReport } from "@sloserve/contracts";
 import { waitFor } from "@sloserve/testing";
-import { sleep, smallModel, smallQuery } from "./fault-load.js";
+import { sleep, smallModel, smallQuery, metricsCounter } from "./fault-load.js";
 
 /**
  * Apps' quotas on the real stack (nats-server, redis-server, every service, one CPU worker; issue 30,
@@ -55,19 +55,7 @@ function sloserve(args: string[]): Promise<{ code: number; stdout: string; stder
 }
 
 /** A counter's value in a service's /metrics, summed over the series whose labels include `labels`. */
-async function counter(service: string, name: string, labels: Record<string, string>): Promise<number> {
-  const target = stack.metricsTargets().find((t) => t.service === service);
-  if (!target) throw new Error(`${service} has no metrics endpoint`);
-  const text = await (await fetch(target.url)).text();
-  let total = 0;
-  for (const line of text.split("\n")) {
-    const m = /^(\w+)\{([^}]*)\} (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const got = Object.fromEntries([...(m[2] ?? "").matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-    if (Object.entries(labels).every(([k, v]) => got[k] === v)) total += Number(m[3]);
-  }
-  return total;
-}
+const counter = (service: string, name: string, labels: Record<string, string>): Promise<number> => metricsCounter(stack, service, name, labels);
 
 beforeAll(async () => {
   stack = await startStack({ cpuWorkers: 1, workerThreads: 1, env: { VARIANT_HARDWARE: "cpu", VARIANT_BATCH_SIZES: "1,8", VARIANT_CPU_THREADS: "1", PROFILE_ON_REGISTER: "false" } });

@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createRng } from "@sloserve/policy";
-import type { BundledModel } from "@sloserve/stack";
+import type { BundledModel, Stack } from "@sloserve/stack";
 import { Network, exportNetwork } from "@sloserve/zoo";
 
 /**
@@ -98,3 +98,18 @@ export function smallQuery(i: number): unknown {
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** A counter's value in a service's /metrics (summed over its processes), over the series whose labels include `labels`. */
+export async function metricsCounter(stack: Stack, service: string, name: string, labels: Record<string, string>): Promise<number> {
+  const target = stack.metricsTargets().find((t) => t.service === service);
+  if (!target) throw new Error(`${service} has no metrics endpoint`);
+  const text = await (await fetch(target.url)).text();
+  let total = 0;
+  for (const line of text.split("\n")) {
+    const m = /^(\w+)\{([^}]*)\} (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const got = Object.fromEntries([...(m[2] ?? "").matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    if (Object.entries(labels).every(([k, v]) => got[k] === v)) total += Number(m[3]);
+  }
+  return total;
+}

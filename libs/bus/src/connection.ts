@@ -13,7 +13,7 @@ import {
 import { Objm, type ObjectStore } from "@nats-io/obj";
 import { streams, subjects, MODEL_BUCKET } from "@sloserve/contracts";
 import type { Logger } from "./log.js";
-import { PresenceWatch, ResendingRequester, watchReconnects, type DispatcherPresence, type ReconnectEvent } from "./resend.js";
+import { PresenceWatch, ResendingRequester, readPresence, watchReconnects, type ReconnectEvent } from "./resend.js";
 import { coalesceWrites, writeQueuedInPieces } from "./outbound.js";
 import { answerRequestsWithoutErrors, readLargeMessagesWhole } from "./inbound.js";
 
@@ -200,13 +200,8 @@ export async function connectBus(options: BusOptions): Promise<Bus> {
     const presence = new PresenceWatch();
     nc.subscribe(subjects.dispatcherPresenceAll, {
       callback: (_err, msg) => {
-        let p: DispatcherPresence;
-        try {
-          p = msg.json<DispatcherPresence>();
-        } catch {
-          return;
-        }
-        if (typeof p?.dispatcher !== "string" || typeof p.every_ms !== "number") return;
+        const p = readPresence(msg);
+        if (!p) return;
         if (presence.heard(p, Date.now())) requester.resendWaiting(`dispatcher ${p.dispatcher} left`);
       },
     });

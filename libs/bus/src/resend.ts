@@ -227,6 +227,17 @@ export interface DispatcherPresence {
   leaving?: boolean;
 }
 
+/** A heartbeat's payload read from a message, or undefined when it is not one (never throws). */
+export function readPresence(msg: { json<T>(): T }): DispatcherPresence | undefined {
+  let p: DispatcherPresence;
+  try {
+    p = msg.json<DispatcherPresence>();
+  } catch {
+    return undefined;
+  }
+  return typeof p?.dispatcher === "string" && typeof p.every_ms === "number" ? p : undefined;
+}
+
 /** Heartbeats a dispatcher may miss before it counts as gone. */
 export const PRESENCE_MISSED_BEATS = 3;
 

@@ -70,3 +70,62 @@ export function checkSpec(spec: WorkerSpec): { market: Market; pricePerHour: num
 export function pricePerHour(instanceType: string, market: Market): number {
   return Math.round(pricePerSecond(instanceType, market) * 3600 * 1e9) / 1e9;
 }
+
+/** The executor's `{"event":"ready","worker":<id>,…}` line (runService in libs/bus prints it once started). */
+export function isReadyLine(line: string, workerId: string): boolean {
+  if (!line.startsWith("{")) return false;
+  try {
+    const parsed = JSON.parse(line) as { event?: unknown; worker?: unknown };
+    return parsed.event === "ready" && (parsed.worker === undefined || parsed.worker === workerId);
+  } catch {
+    return false;
+  }
+}
+
+/** A line of the executor's output for a reason: a JSON log line as its message and error, else the text; at most 500 characters. */
+export function readableLine(line: string): string {
+  if (line.startsWith("{")) {
+    try {
+      const parsed = JSON.parse(line) as { msg?: unknown; err?: { message?: unknown } };
+      const parts = [parsed.msg, parsed.err?.message].filter((p): p is string => typeof p === "string" && p !== "");
+      if (parts.length > 0) return parts.join(": ").slice(0, 500);
+    } catch {
+      // Not JSON after all: the text itself.
+    }
+  }
+  return line.slice(0, 500);
+}
+
+/**
+ * An executor's output followed line by line (stdout and stderr alike, in chunks as they come): calls
+ * `onReady` once, on its ready line (isReadyLine), and keeps its last line for the reason of a loss.
+ */
+export class ExecutorOutput {
+  private partial = "";
+  private last = "";
+  private ready = false;
+
+  constructor(
+    private readonly workerId: string,
+    private readonly onReady: () => void,
+  ) {}
+
+  push(chunk: Buffer | string): void {
+    this.partial += chunk.toString();
+    const lines = this.partial.split("\n");
+    this.partial = lines.pop() ?? "";
+    for (const line of lines) {
+      if (line.trim() !== "") this.last = line;
+      if (!this.ready && isReadyLine(line, this.workerId)) {
+        this.ready = true;
+        this.onReady();
+      }
+    }
+    if (this.partial.length > 64_000) this.partial = this.partial.slice(-64_000);
+  }
+
+  /** The last thing it printed (an unfinished line included), readable (readableLine); "" when nothing. */
+  lastLine(): string {
+    return readableLine(this.partial.trim() || this.last);
+  }
+}

@@ -7,6 +7,7 @@ export * from "./ec2-user-data.js";
 export * from "./ec2-workers.js";
 export * from "./spot-watcher.js";
 export * from "./nomad-workers.js";
+export * from "./docker-workers.js";
 export * from "./function-handler.js";
 export * from "./model-sources.js";
 export * from "./local-functions.js";

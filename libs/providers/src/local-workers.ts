@@ -3,7 +3,7 @@ import type { Writable } from "node:stream";
 import type { Clock, Hardware } from "@sloserve/contracts";
 import type { Logger } from "@sloserve/bus";
 import { ProviderEvents } from "./events.js";
-import { REPO_ROOT, checkSpec, executorFor, newWorkerId } from "./executors.js";
+import { ExecutorOutput, REPO_ROOT, checkSpec, executorFor, newWorkerId } from "./executors.js";
 import type { ProviderEvent, WorkerInstance, WorkerProvider, WorkerSpec } from "./types.js";
 
 /**
@@ -127,21 +127,12 @@ export class LocalWorkerProvider implements WorkerProvider {
     };
     const proc = spawn(process.execPath, ["--import", "tsx", script], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
     entry.process = proc;
-    let lastLine = "";
-    let partial = "";
-    const onData = (chunk: Buffer): void => {
-      partial += chunk.toString();
-      const lines = partial.split("\n");
-      partial = lines.pop() ?? "";
-      for (const line of lines) {
-        if (line.trim() !== "") lastLine = line;
-        if (instance.state === "booting" && isReadyLine(line, instance.workerId)) {
-          instance.state = "running";
-          this.options.log.info({ provider: this.name, id: instance.id, pid: proc.pid }, "worker running");
-        }
-      }
-      if (partial.length > 64_000) partial = partial.slice(-64_000);
-    };
+    const output = new ExecutorOutput(instance.workerId, () => {
+      if (instance.state !== "booting") return;
+      instance.state = "running";
+      this.options.log.info({ provider: this.name, id: instance.id, pid: proc.pid }, "worker running");
+    });
+    const onData = (chunk: Buffer): void => output.push(chunk);
     proc.stdout.on("data", onData);
     proc.stderr.on("data", onData);
     if (this.options.logTo) {
@@ -160,7 +151,7 @@ export class LocalWorkerProvider implements WorkerProvider {
         if (entry.terminateAsked) {
           this.options.log.info({ provider: this.name, id: instance.id, why }, "worker stopped");
         } else {
-          const last = readable(partial.trim() || lastLine);
+          const last = output.lastLine();
           const reason = `executor ${why}${wasReady ? "" : " before it was ready"}${last ? `; last output: ${last}` : ""}`;
           this.events.emit({ type: "lost", id: instance.id, atMs: nowMs, reason });
         }
@@ -225,29 +216,4 @@ export class LocalWorkerProvider implements WorkerProvider {
       if (result.status === "rejected") this.options.log.error({ err: result.reason as unknown, provider: this.name, id: live[i]?.instance.id }, "could not terminate a worker while closing");
     });
   }
-}
-
-/** The executor's `{"event":"ready","worker":<id>,…}` line (runService in libs/bus prints it once started). */
-function isReadyLine(line: string, workerId: string): boolean {
-  if (!line.startsWith("{")) return false;
-  try {
-    const parsed = JSON.parse(line) as { event?: unknown; worker?: unknown };
-    return parsed.event === "ready" && (parsed.worker === undefined || parsed.worker === workerId);
-  } catch {
-    return false;
-  }
-}
-
-/** A line of the executor's output for a reason: a JSON log line as its message and error, else the text; at most 500 characters. */
-function readable(line: string): string {
-  if (line.startsWith("{")) {
-    try {
-      const parsed = JSON.parse(line) as { msg?: unknown; err?: { message?: unknown } };
-      const parts = [parsed.msg, parsed.err?.message].filter((p): p is string => typeof p === "string" && p !== "");
-      if (parts.length > 0) return parts.join(": ").slice(0, 500);
-    } catch {
-      // Not JSON after all: the text itself.
-    }
-  }
-  return line.slice(0, 500);
 }

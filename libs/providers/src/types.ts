@@ -1,10 +1,11 @@
 /**
  * Where machines and functions come from (DESIGN §4 "Workers come from a provider interface"): one
- * interface for worker providers (local processes, EC2, Nomad) and one for function providers (a local
- * pool of function processes, AWS Lambda). The vm-autoscaler service decides (libs/policy) and acts
- * through a WorkerProvider; the dispatcher overflows through a FunctionProvider behind a circuit
- * breaker. Implementations live beside this file; tests drive the real local ones and the AWS/Nomad
- * ones through the exact requests they send.
+ * interface for worker providers (local processes, EC2, Nomad, Docker containers) and one for function
+ * providers (a local pool of function processes, AWS Lambda). The vm-autoscaler service decides
+ * (libs/policy) and acts through a WorkerProvider; the dispatcher overflows through a FunctionProvider
+ * behind a circuit breaker. Implementations live beside this file; tests drive the real local ones, the
+ * Docker one against a real engine (test/deploy), and the AWS/Nomad ones through the exact requests
+ * they send.
  */
 import type { Hardware } from "@sloserve/contracts";
 
@@ -27,7 +28,7 @@ export type InstanceState = "booting" | "running" | "draining" | "terminated";
 
 /** A machine a provider launched: one executor (worker) runs on it. */
 export interface WorkerInstance {
-  /** The provider's id (process id, EC2 instance id, Nomad allocation id). */
+  /** The provider's id (local and Docker: the worker id, which names a Docker worker's container; EC2 instance id, Nomad allocation id). */
   id: string;
   provider: string;
   /** The executor's worker id on the bus (its heartbeats on `metrics.worker.<workerId>`). */

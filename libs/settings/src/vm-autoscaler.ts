@@ -11,7 +11,7 @@ const optionalInt = z.coerce.number().int().min(0).optional();
 
 /** The VM autoscaler's settings (services/vm-autoscaler): the machine plan (libs/policy scaling/machine-plan.ts) and the worker provider. */
 export const vmAutoscalerSettings = commonEnvSchema.extend({
-  PROVIDER: z.enum(["local", "ec2", "nomad"]).default("local").describe("Where workers come from: `local` (executor processes on this machine), `ec2` (EC2 instances running the project's image), `nomad` (allocations of a Nomad job)."),
+  PROVIDER: z.enum(["local", "ec2", "nomad", "docker"]).default("local").describe("Where workers come from: `local` (executor processes on this machine), `ec2` (EC2 instances running the project's image), `nomad` (allocations of a Nomad job), `docker` (containers of the project's image on a Docker engine)."),
   SCALING_POLICY: z
     .enum(SCALING_POLICIES)
     .default(DEFAULT_SCALING_POLICY)
@@ -27,7 +27,7 @@ export const vmAutoscalerSettings = commonEnvSchema.extend({
   GPU_INSTANCE_TYPE: z.string().default("p3.2xlarge").describe("The instance type standing for GPU workers."),
   INFERENTIA_INSTANCE_TYPE: z.string().default("inf1.xlarge").describe("The instance type standing for Inferentia workers."),
   BOOT_DELAY_MS: z.coerce.number().int().min(0).default(2000).describe("local: delay between a launch and the executor process starting (the VM's boot)."),
-  BOOT_TIME_MS: optionalInt.meta({ description: "Launch to first heartbeat, for the predictive plan.", defaultText: "local: BOOT_DELAY_MS + 5 s; ec2: 5 min; nomad: 1 min" }),
+  BOOT_TIME_MS: optionalInt.meta({ description: "Launch to first heartbeat, for the predictive plan.", defaultText: "local: BOOT_DELAY_MS + 5 s; ec2: 5 min; nomad: 1 min; docker: 20 s" }),
   WORKER_THREADS: z.coerce.number().int().min(1).optional().meta({ description: "Threads of the executors it launches (and what the plan counts a new worker for).", defaultText: "the machine's cores" }),
   WORKER_MEMORY_MB: z.coerce.number().int().min(64).optional().meta({ description: "Memory of the executors it launches, MiB (and what the plan counts a new worker for).", defaultText: "the executor's own (80% of its machine's memory); the plan: no memory limit" }),
   MIN_WORKERS: z.coerce.number().int().min(0).default(DEFAULT_VM_AUTOSCALER_CONFIG.minWorkersPerKind).describe("Fewest workers of each launchable kind, all of them counted (the autoscaler's and the others)."),
@@ -59,7 +59,7 @@ export const vmAutoscalerSettings = commonEnvSchema.extend({
     }).describe("Per app, e.g. \"digits=0.95,ocr-cls=0.99\"."),
   TARGET_UTILIZATION: z.coerce.number().gt(0).max(1).default(DEFAULT_MACHINE_PLAN_CONFIG.targetUtilization).describe("Share of a worker's capacity the predictive plan fills."),
   COST_EVERY_MS: z.coerce.number().int().positive().default(10_000).describe("Period of the cost summary on `metrics.cost`."),
-  EXECUTOR_LOG_FILE: z.string().optional().meta({ description: "local: where the launched executors' output goes (appended).", defaultText: "this process's stdout" }),
+  EXECUTOR_LOG_FILE: z.string().optional().meta({ description: "local, docker: where the launched executors' output goes (appended; a docker worker's stays in the engine too, `docker logs`).", defaultText: "this process's stdout" }),
   LOCAL_STOP_TIMEOUT_MS: z.coerce.number().int().positive().default(8000).describe("local: time a terminated executor has to drain before SIGKILL."),
   LOCAL_WORKER_BACKEND: z.enum(["native", "emulated"]).default("native").describe("local: the engine of the executors it launches: `native` (each kind's own, onnxruntime or the Neuron server) or `emulated` (BACKEND=emulated: variants served by their latency distributions, so that tens of CPU, GPU and Inferentia workers run on one small machine; EMULATED_CALIBRATION and EMULATED_LATENCY_MS in this service's environment reach them too). Never for real queries."),
   EC2_LAUNCH_TEMPLATE: z.string().optional().describe("ec2: the launch template of its instances, by name."),
@@ -69,12 +69,19 @@ export const vmAutoscalerSettings = commonEnvSchema.extend({
   EC2_NATS_USER: z.string().default("executor").describe("ec2: the workers' NATS user; its password and the NATS servers' TLS CA are read at boot from SSM by the instances' role (libs/providers ec2-user-data.ts)."),
   EC2_NATS_PASSWORD_PARAMETER: z.string().optional().describe("ec2: the SSM SecureString parameter holding the password of EC2_NATS_USER."),
   EC2_NATS_TLS_CA_PARAMETER: z.string().optional().describe("ec2: the SSM parameter holding the NATS servers' TLS CA (PEM)."),
-  EXECUTOR_NATS_USER: z.string().optional().meta({ description: "local: the NATS user of the executors it starts (with EXECUTOR_NATS_PASSWORD; docs/SECURITY.md).", defaultText: "unset (the executors get no NATS user)" }),
-  EXECUTOR_NATS_PASSWORD: z.string().optional().meta({ description: "local: the NATS password of EXECUTOR_NATS_USER.", defaultText: "unset" }),
+  EXECUTOR_NATS_USER: z.string().optional().meta({ description: "local, docker: the NATS user of the executors it starts (with EXECUTOR_NATS_PASSWORD; docs/SECURITY.md).", defaultText: "unset (the executors get no NATS user)" }),
+  EXECUTOR_NATS_PASSWORD: z.string().optional().meta({ description: "local, docker: the NATS password of EXECUTOR_NATS_USER.", defaultText: "unset" }),
   NOMAD_ADDR: z.string().default("http://127.0.0.1:4646").describe("nomad: the address of the Nomad API."),
   NOMAD_TOKEN: z.string().optional().describe("nomad: the ACL token."),
   NOMAD_NAMESPACE: z.string().optional().describe("nomad: the namespace."),
   NOMAD_REGION: z.string().optional().describe("nomad: the region."),
   NOMAD_JOB: z.string().default(NOMAD_EXECUTORS_JOB).describe("nomad: the job whose groups run each kind's executor (group `executor-<kind>`)."),
+  DOCKER_HOST: z.string().default("unix:///var/run/docker.sock").describe("docker: the Docker engine's API, `unix:///path/to/docker.sock` or `tcp://host:port` (plain HTTP; the docker CLI's DOCKER_HOST)."),
+  DOCKER_IMAGE: z.string().min(1).default("sloserve:latest").describe("docker: the project's image the worker containers run (`bash scripts/docker-images.sh` builds it; pulled when the engine lacks it)."),
+  DOCKER_NETWORK: z.string().min(1).default("host").describe("docker: the worker containers' network: `host` (the host's own; an engine started without a bridge has no other) or a network's name."),
+  DOCKER_NATS_URL: z.string().optional().meta({ description: "docker: NATS as seen from inside a worker container.", defaultText: "NATS_URL" }),
+  DOCKER_REDIS_URL: z.string().optional().meta({ description: "docker: Redis as seen from inside a worker container.", defaultText: "REDIS_URL" }),
+  DOCKER_OWNER: z.string().regex(/^[A-Za-z0-9_.-]+$/, "use letters, digits, '_', '.', '-'").default("sloserve").describe("docker: the `sloserve.launcher` label of its containers; it lists, stops and takes back after a restart only containers with it (one owner per vm-autoscaler sharing an engine)."),
+  DOCKER_STOP_TIMEOUT_S: z.coerce.number().int().positive().default(15).describe("docker: time a terminated worker's executor has to drain after SIGTERM before the engine kills it (`docker stop --time`), s."),
 });
 export type VmAutoscalerSettings = z.infer<typeof vmAutoscalerSettings>;

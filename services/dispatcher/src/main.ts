@@ -1,6 +1,6 @@
 import type { Msg, Subscription } from "@nats-io/transport-node";
 import { DISPATCHER_QUEUE, subjects } from "@sloserve/contracts";
-import { connectBus, runService, startQuotaSync, systemClock, type DispatcherPresence } from "@sloserve/bus";
+import { connectBus, readPresence, runService, startQuotaSync, systemClock, type DispatcherPresence } from "@sloserve/bus";
 import { FairShareAdmission, QuotaAdmission } from "@sloserve/policy";
 import { Catalog, MetadataStore, QuotaStore } from "@sloserve/store";
 import { randomBytes } from "node:crypto";
@@ -75,13 +75,8 @@ await runService("dispatcher", process.env, async (log) => {
   const once = new OnceByReply();
   const echo = bus.nc.subscribe(subjects.dispatcherPresenceAll, {
     callback: (_err, msg) => {
-      let p: DispatcherPresence;
-      try {
-        p = msg.json<DispatcherPresence>();
-      } catch {
-        return;
-      }
-      if (typeof p?.dispatcher !== "string" || typeof p.every_ms !== "number") return;
+      const p = readPresence(msg);
+      if (!p) return;
       if (p.dispatcher === id) cluster.heard(clock.now());
       takeover.heard(p, clock.now());
     },

@@ -1,5 +1,6 @@
 import { createWriteStream, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
+import { resolve } from "node:path";
 import { z } from "zod";
 import { EC2Client } from "@aws-sdk/client-ec2";
 import { compileOptions, hardwareSchema, type Hardware } from "@sloserve/contracts";
@@ -7,7 +8,7 @@ import { vmAutoscalerSettings } from "@sloserve/settings";
 import { connectBus, natsChildEnv, runEvery, runService, systemClock, type Bus, type Logger } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { INSTANCE_PRICES, instanceOffer, parseSpotPriceCsv, pricePerSecond, type MachineKind } from "@sloserve/policy";
-import { Ec2WorkerProvider, LocalWorkerProvider, NomadWorkerProvider, natsSpotNotices, nomadExecutorGroup, type WorkerProvider } from "@sloserve/providers";
+import { DockerWorkerProvider, Ec2WorkerProvider, LocalWorkerProvider, NomadWorkerProvider, natsSpotNotices, nomadExecutorGroup, type WorkerProvider } from "@sloserve/providers";
 import { VmAutoscalerController } from "./controller.js";
 import { planConfigOf } from "./plan-config.js";
 import { VmMetrics } from "./costs.js";
@@ -18,7 +19,7 @@ import { startServiceMetrics } from "@sloserve/metrics";
  * 80% utilisation / Interfered everywhere / > 80% Overloaded / `scale.vm` requests, replace lost
  * workers and reload their variants, remove idle ones), MArk's predictive plan on `forecast.<app>` and
  * its SLO monitor, spot standbys (which of the rules run: SCALING_POLICY); through a WorkerProvider
- * (PROVIDER=local | ec2 | nomad). Decisions on `decision.vm.*`, results on `scale.result.vm.*`, costs
+ * (PROVIDER=local | ec2 | nomad | docker). Decisions on `decision.vm.*`, results on `scale.result.vm.*`, costs
  * on `metrics.cost` and Prometheus (METRICS_PORT).
  */
 
@@ -82,6 +83,24 @@ function buildProvider(o: Options, bus: Bus, log: Logger, kindEnv: Partial<Recor
         log,
       });
     }
+    case "docker":
+      return new DockerWorkerProvider({
+        host: o.DOCKER_HOST,
+        image: o.DOCKER_IMAGE,
+        network: o.DOCKER_NETWORK,
+        owner: o.DOCKER_OWNER,
+        natsUrl: o.DOCKER_NATS_URL ?? o.NATS_URL,
+        redisUrl: o.DOCKER_REDIS_URL ?? o.REDIS_URL,
+        // The same CA file, mounted into the containers (the engine runs on this machine's files).
+        ...(o.NATS_TLS_CA ? { natsTlsCaFile: resolve(o.NATS_TLS_CA) } : {}),
+        logLevel: o.LOG_LEVEL,
+        stopTimeoutS: o.DOCKER_STOP_TIMEOUT_S,
+        // The workers connect to NATS as the executor user (EXECUTOR_NATS_USER/_PASSWORD), not as this service.
+        kindEnv: Object.fromEntries(hardwareSchema.options.map((k) => [k, { ...kindEnv[k], ...natsChildEnv(process.env, "EXECUTOR") }])),
+        logTo: o.EXECUTOR_LOG_FILE ? createWriteStream(o.EXECUTOR_LOG_FILE, { flags: "a" }) : process.stdout,
+        clock,
+        log,
+      });
   }
 }
 
@@ -89,7 +108,7 @@ await runService("vm-autoscaler", process.env, async (log) => {
   const o = compileOptions(envSchema, process.env, "vm-autoscaler");
   const types = instanceTypes(o);
   const clock = systemClock;
-  const bootMs = o.BOOT_TIME_MS ?? (o.PROVIDER === "local" ? o.BOOT_DELAY_MS + 5000 : o.PROVIDER === "ec2" ? 300_000 : 60_000);
+  const bootMs = o.BOOT_TIME_MS ?? (o.PROVIDER === "local" ? o.BOOT_DELAY_MS + 5000 : o.PROVIDER === "ec2" ? 300_000 : o.PROVIDER === "docker" ? 20_000 : 60_000);
   const threads = o.WORKER_THREADS ?? availableParallelism();
   const kindEnv: Partial<Record<Hardware, Record<string, string>>> = {};
   const machineKinds: Record<string, MachineKind> = {};
@@ -132,13 +151,13 @@ await runService("vm-autoscaler", process.env, async (log) => {
   const costTimer = setInterval(() => void controller.publishCosts().catch((err: unknown) => log.warn({ err }, "publishing the cost summary failed")), o.COST_EVERY_MS);
 
   return {
-    info: { provider: provider.name, scalingPolicy: o.SCALING_POLICY, kinds: o.LAUNCH_KINDS, ...(o.PROVIDER === "local" ? { workerBackend: o.LOCAL_WORKER_BACKEND } : {}), metricsPort: served.port, bootMs, minWorkers: o.MIN_WORKERS, maxWorkers: o.MAX_WORKERS },
+    info: { provider: provider.name, scalingPolicy: o.SCALING_POLICY, kinds: o.LAUNCH_KINDS, ...(o.PROVIDER === "local" ? { workerBackend: o.LOCAL_WORKER_BACKEND } : {}), ...(o.PROVIDER === "docker" ? { dockerImage: o.DOCKER_IMAGE, dockerOwner: o.DOCKER_OWNER } : {}), metricsPort: served.port, bootMs, minWorkers: o.MIN_WORKERS, maxWorkers: o.MAX_WORKERS },
     async stop() {
       clearInterval(timer);
       clearInterval(costTimer);
       await served.close();
       await controller.stop();
-      // The local provider terminates the executors it started (each drains); EC2 and Nomad keep theirs.
+      // The local provider terminates the executors it started (each drains); EC2, Nomad and Docker keep theirs.
       await provider.close().catch((err: unknown) => log.error({ err, provider: provider.name }, "closing the provider failed"));
       await bus.close();
       await store.close();
