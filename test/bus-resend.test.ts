@@ -4,6 +4,7 @@ import { connectBus, createLogger, PresenceWatch, PRESENCE_FORGET_MS, PRESENCE_M
 import { subjects } from "@sloserve/contracts";
 import { startNats, type ServerHandle } from "@sloserve/stack";
 import { waitFor } from "@sloserve/testing";
+import { FaultProxy } from "./fault-proxy.js";
 
 /**
  * Requests sent again when a connection on the query path drops (libs/bus resend.ts), on a real
@@ -146,6 +147,25 @@ describe("requests sent again after a lost connection", () => {
     } finally {
       await silent.close();
       await nc.close();
+    }
+  });
+
+  it("resend - the caller's own link cut: requests made while it is down (which nats.js discards) are sent again on its return and answered", async () => {
+    const proxy = await FaultProxy.start(nats.url);
+    const down = await connectBus({ servers: proxy.natsUrl, name: "cut-caller", log, ensure: false, resendOnReconnect: true });
+    try {
+      expect(dec((await down.request("echo.always", enc("before"), { timeout: 2_000 })).data)).toBe("before");
+      proxy.cut(1_000);
+      await waitFor("the caller to see its connection drop", () => down.requester?.isDisconnected, { timeoutMs: 5_000, intervalMs: 20 });
+      // Made while down: each copy goes to a buffer that nats.js clears at every dial.
+      const asked = ["a", "b", "c"].map((k) => down.request("echo.always", enc(k), { timeout: 10_000 }));
+      // A resend asked for meanwhile (a dispatcher "silent" to a caller that hears nothing) waits for the return.
+      expect(down.requester?.resendWaiting("test: silent")).toBe(0);
+      const answers = await Promise.all(asked);
+      expect(answers.map((m) => dec(m.data))).toEqual(["a", "b", "c"]);
+    } finally {
+      await down.close();
+      await proxy.close();
     }
   });
 

@@ -245,7 +245,9 @@ describe("e2e network faults", () => {
 
     it(`a cut (connections reset, refused for 2 s) and reconnect on ${names.join(", ")}`, async () => {
       const r = await underFault("cut, down 2 s", names, () => proxiesOf(names).forEach((p) => p.cut(2_000)), () => proxiesOf(names).forEach((p) => p.heal()), 2_000);
-      expectClean(r);
+      // What a cut NATS link held is sent again when it is back (libs/bus resend.ts): only an HTTP caller's own connection may fail.
+      expectClean(r, { allAnswered: !names.includes("http") });
+      expect(Object.keys(r.failures).filter((k) => !k.startsWith("0 ")), JSON.stringify(r)).toEqual([]);
     }, 120_000);
   }
 });

@@ -27,6 +27,8 @@ export interface Bus {
    * (resend.ts; only with `resendOnReconnect`, else plain `nc.request`).
    */
   request(subject: string, payload: Uint8Array, options: { timeout: number; headers?: MsgHdrs }): Promise<Msg>;
+  /** What sends `request`s again (with `resendOnReconnect`): its state, for metrics and tests. */
+  requester?: ResendingRequester | undefined;
   close(): Promise<void>;
 }
 
@@ -183,7 +185,20 @@ export async function connectBus(options: BusOptions): Promise<Bus> {
   // Every connection announces its reconnections; callers of queries send again what waits.
   const requester = options.resendOnReconnect ? new ResendingRequester(nc, log) : undefined;
   const connection = randomUUID();
-  watchReconnects(nc, options.name, connection, log, (event) => requester?.resendWaiting(`this connection (${event.name}) reconnected`));
+  // A presence watch (below) that heard nothing while this connection was down counts every dispatcher as heard on its return.
+  let onBack: (() => void) | undefined;
+  watchReconnects(
+    nc,
+    options.name,
+    connection,
+    log,
+    (event) => {
+      onBack?.();
+      requester?.reconnected(`this connection (${event.name}) reconnected`);
+    },
+    Date.now,
+    () => requester?.disconnected(),
+  );
   if (requester) {
     nc.subscribe(subjects.busReconnected, {
       callback: (_err, msg) => {
@@ -205,7 +220,10 @@ export async function connectBus(options: BusOptions): Promise<Bus> {
         if (presence.heard(p, Date.now())) requester.resendWaiting(`dispatcher ${p.dispatcher} left`);
       },
     });
+    onBack = () => presence.heardAllAt(Date.now());
     const watch = setInterval(() => {
+      // While this connection is down every dispatcher is silent to it, and a resend would be discarded.
+      if (requester.isDisconnected) return;
       for (const id of presence.silent(Date.now())) requester.resendWaiting(`dispatcher ${id} went silent`);
     }, 500);
     watch.unref();
@@ -235,6 +253,7 @@ export async function connectBus(options: BusOptions): Promise<Bus> {
     jsm,
     models,
     request: requester ? (subject, payload, opts) => requester.request(subject, payload, opts) : (subject, payload, opts) => nc.request(subject, payload, opts),
+    requester,
     async close() {
       await nc.drain().catch(() => nc.close());
     },

@@ -79,11 +79,49 @@ export class ResendingRequester {
     return this.inFlight.size;
   }
 
+  /** While this connection is down: since when (this requester's clock). */
+  private downSinceMs: number | undefined;
+
+  /** Whether this connection is down now ({@link disconnected} without {@link reconnected} yet). */
+  get isDisconnected(): boolean {
+    return this.downSinceMs !== undefined;
+  }
+
+  /**
+   * This connection dropped. nats.js clears what waits to be written at every attempt to dial again,
+   * so every send from now until {@link reconnected} is discarded, the first sends of new requests
+   * included; resends wait until then.
+   */
+  disconnected(): void {
+    this.downSinceMs ??= this.now();
+  }
+
+  /**
+   * This connection is back: every request whose last copy went out while it was down (and so was
+   * discarded) is sent again, whatever its spacing and count; the others as {@link resendWaiting}
+   * (the reply of one sent before the drop may have been lost with it). Returns how many were sent.
+   */
+  reconnected(reason: string): number {
+    const since = this.downSinceMs;
+    this.downSinceMs = undefined;
+    let n = 0;
+    for (const f of this.inFlight) {
+      const discarded = since !== undefined && f.lastSentMs >= since;
+      if (!discarded && (f.resends >= this.maxResends || (f.resends > 0 && this.now() - f.lastSentMs < this.minIntervalMs))) continue;
+      f.resend();
+      n++;
+    }
+    if (n > 0) this.log.warn({ reason, resent: n }, "this connection came back: requests still waiting sent again");
+    return n;
+  }
+
   /**
    * Sends every request still waiting once more (a connection on the query path dropped: `reason`).
-   * Returns how many were sent again.
+   * Returns how many were sent again. Nothing while this connection is down: what it sent would be
+   * discarded, and {@link reconnected} sends it all.
    */
   resendWaiting(reason: string): number {
+    if (this.downSinceMs !== undefined) return 0;
     let n = 0;
     for (const f of this.inFlight) {
       // The first send is always sent again, however recent: it may have gone to the node or the
@@ -199,12 +237,15 @@ class WaitingRequest implements InFlight {
  * waiting on requests this connection may have lost send them again ({@link ResendingRequester}), and
  * calls `onLocal` (the connection's own requests may have lost their replies).
  */
-export function watchReconnects(nc: NatsConnection, name: string, connection: string, log: Logger, onLocal: (event: ReconnectEvent) => void, now: () => number = Date.now): void {
+export function watchReconnects(nc: NatsConnection, name: string, connection: string, log: Logger, onLocal: (event: ReconnectEvent) => void, now: () => number = Date.now, onDown?: () => void): void {
   let disconnectedAt: number | undefined;
   void (async () => {
     for await (const status of nc.status()) {
       if (status.type === "disconnect" || status.type === "reconnect" || status.type === "error") log.warn({ status: status.type }, "nats connection status");
-      if (status.type === "disconnect") disconnectedAt ??= now();
+      if (status.type === "disconnect") {
+        disconnectedAt ??= now();
+        onDown?.();
+      }
       if (status.type === "reconnect") {
         const event: ReconnectEvent = { name, connection, disconnected_at_ms: disconnectedAt ?? now(), reconnected_at_ms: now() };
         disconnectedAt = undefined;
@@ -297,6 +338,17 @@ export class PresenceWatch {
       }
     }
     return gone;
+  }
+
+  /**
+   * This process heard nothing because its own connection was down until `nowMs`: every dispatcher
+   * counts as heard then (a silence of its own is no dispatcher's).
+   */
+  heardAllAt(nowMs: number): void {
+    for (const h of this.lastHeard.values()) {
+      h.atMs = Math.max(h.atMs, nowMs);
+      h.goneAtMs = undefined;
+    }
   }
 
   get known(): number {
