@@ -86,7 +86,7 @@ function send(): void {
 
 beforeAll(async () => {
   engine = await dockerEngine();
-  VM_AUTOSCALER_ENV = { PROVIDER: "docker", DOCKER_HOST: engine.host, DOCKER_OWNER: owner, DOCKER_STOP_TIMEOUT_S: "20", COOLDOWN_MS: "8000", BILLING_MINIMUM_MS: "5000" };
+  VM_AUTOSCALER_ENV = { PROVIDER: "docker", DOCKER_HOST: engine.host, DOCKER_OWNER: owner, DOCKER_STOP_TIMEOUT_S: "20", DOCKER_CPUS: "1", DOCKER_MEMORY_MB: "1536", COOLDOWN_MS: "8000", BILLING_MINIMUM_MS: "5000" };
   buildImages(engine);
   watcher = spawn("docker", ["events", "--filter", "type=container", "--filter", `label=${DOCKER_LABELS.launcher}=${owner}`, "--format", "{{json .}}"], { env: engine.env, stdio: ["ignore", "pipe", "ignore"] });
   let partial = "";
@@ -174,6 +174,9 @@ describe("PROVIDER=docker", () => {
     expect(first, `a launch ${detail}`).toMatch(/^cpu-docker-[0-9a-f]{8}$/);
     expect(decisions.find((d) => d.action === "launch")?.reason).toMatch(/utilisation above 80%|overloaded|placement|SLO monitor/);
     expect(containers().get(first)).toBe("running");
+    // Limited as a VM of 1 CPU and 1.5 GiB without swap; its executor offers variants 80% of that.
+    expect(docker("inspect", "--format", "{{.HostConfig.NanoCpus}} {{.HostConfig.Memory}} {{.HostConfig.MemorySwap}}", first).stdout.trim()).toBe(`1000000000 ${1536 * 1048576} ${1536 * 1048576}`);
+    expect(lastReport.get(first)?.report.memoryBytes).toBe(Math.floor(1536 * 0.8) * 1048576);
     expect(served, `the container ${first} served no query of the detector in 90 s (its last report: ${JSON.stringify(lastReport.get(first)?.report.variants)})`).toBeGreaterThan(0);
     await waitFor("every query answered", () => inFlight.size === 0, waiting(60_000));
     expect(tally.noReply, JSON.stringify({ ...tally, errors: Object.fromEntries(tally.errors) })).toBe(0);

@@ -13,6 +13,8 @@ export const subjects = {
   inferVariant: (variant: string) => `infer.variant.${variant}`,
   /** Pipeline query (request/reply, dispatcher queue group): runs the pipeline's DAG of stages. */
   inferPipeline: (pipeline: string) => `infer.pipeline.${pipeline}`,
+  /** Every pipeline's queries (the dispatchers' subscription). */
+  inferPipelineAll: "infer.pipeline.*",
   inferAll: "infer.>",
   /**
    * A query on `infer.app.<app>` or `infer.model.<model>` that a frontend has admitted under its app's

@@ -64,6 +64,10 @@ export interface DockerWorkerOptions {
   logLevel?: string;
   /** Time a stopped executor has to drain after SIGTERM before the engine kills it, s. @default 15 */
   stopTimeoutS?: number;
+  /** CPUs of each container (`--cpus`); unset: no limit. */
+  cpus?: number;
+  /** Memory of each container, MiB (`--memory`, no swap); unset: no limit. */
+  memoryMb?: number;
   /** Environment per hardware kind (WORKER_THREADS, the executors' NATS_USER/NATS_PASSWORD, …); a spec's `env` overrides it. */
   kindEnv?: Partial<Record<Hardware, Record<string, string>>>;
   /** Where the output of the containers launched here goes (the engine keeps it too: `docker logs`). @default discarded */
@@ -166,6 +170,10 @@ export interface DockerContainerInput {
   stopTimeoutS: number;
   /** PEM file of NATS's CA on the engine's machine, mounted at DOCKER_NATS_CA_PATH. */
   natsTlsCaFile?: string | undefined;
+  /** CPUs (`--cpus`); undefined: no limit. */
+  cpus?: number | undefined;
+  /** Memory, MiB (`--memory`, and as much with swap: none); undefined: no limit. */
+  memoryMb?: number | undefined;
 }
 
 /** The create request of a worker container (`docker run` equivalents in the comments). */
@@ -176,6 +184,9 @@ export function dockerContainerSpec(input: DockerContainerInput): Docker.Contain
     // No restart: an executor that dies is a lost worker, which the vm-autoscaler replaces.
     RestartPolicy: { Name: "no" },
   };
+  // A container stands for a VM: its CPUs and memory limited as the VM's (--cpus, --memory, --memory-swap).
+  if (input.cpus !== undefined) hostConfig.NanoCpus = Math.round(input.cpus * 1e9);
+  if (input.memoryMb !== undefined) hostConfig.Memory = hostConfig.MemorySwap = input.memoryMb * 1048576;
   if (input.natsTlsCaFile) hostConfig.Binds = [`${input.natsTlsCaFile}:${DOCKER_NATS_CA_PATH}:ro`];
   // The accelerators, as the EC2 user data gives them (--gpus all, --device /dev/neuron0).
   if (input.kind === "gpu") hostConfig.DeviceRequests = [{ Driver: "", Count: -1, DeviceIDs: [], Capabilities: [["gpu"]], Options: {} }];
@@ -284,7 +295,7 @@ export class DockerWorkerProvider implements WorkerProvider {
       natsTlsCa: this.options.natsTlsCaFile ? DOCKER_NATS_CA_PATH : undefined,
     });
     const labels = dockerLabels({ workerId, kind: spec.kind, instanceType: spec.instanceType, market, owner: this.owner, launchedAtMs, reason: spec.reason });
-    const create = dockerContainerSpec({ name: workerId, image: this.image, network: this.network, kind: spec.kind, env, labels, stopTimeoutS: this.stopTimeoutS, natsTlsCaFile: this.options.natsTlsCaFile });
+    const create = dockerContainerSpec({ name: workerId, image: this.image, network: this.network, kind: spec.kind, env, labels, stopTimeoutS: this.stopTimeoutS, natsTlsCaFile: this.options.natsTlsCaFile, cpus: this.options.cpus, memoryMb: this.options.memoryMb });
     // Not taken for a container from before a restart by a list() while it is being created.
     this.launching.add(workerId);
     let container: Docker.Container;

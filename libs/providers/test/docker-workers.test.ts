@@ -91,6 +91,11 @@ describe("docker worker provider: pure parts", () => {
     expect(inf.HostConfig?.Devices).toEqual([{ PathOnHost: "/dev/neuron0", PathInContainer: "/dev/neuron0", CgroupPermissions: "rwm" }]);
   });
 
+  it("container spec: a container limited as a VM, its CPUs (--cpus) and memory without swap (--memory, --memory-swap)", () => {
+    const limited = dockerContainerSpec({ name: "c", image: "x", network: "host", kind: "cpu", env: [], labels: {}, stopTimeoutS: 1, cpus: 1.5, memoryMb: 2048 });
+    expect(limited.HostConfig).toMatchObject({ NanoCpus: 1_500_000_000, Memory: 2048 * 1048576, MemorySwap: 2048 * 1048576 });
+  });
+
   it("exitReason: the exit code, the signal behind 128 + n, the OOM killer, an engine error, a removal", () => {
     expect(exitReason({ ExitCode: 0 })).toBe("exited with code 0");
     expect(exitReason({ ExitCode: 1 })).toBe("exited with code 1");

@@ -1,6 +1,9 @@
 import { totalmem } from "node:os";
 
-/** What an executor offers its variant instances by default: 80% of the machine's memory, MiB. */
-export function defaultWorkerMemoryMb(): number {
-  return Math.floor((totalmem() * 0.8) / 1048576);
+/** The share of a machine's memory an executor offers its variant instances by default. */
+export const WORKER_MEMORY_SHARE = 0.8;
+
+/** What an executor offers its variant instances by default: 80% of `machineBytes` (the machine's memory), MiB. */
+export function defaultWorkerMemoryMb(machineBytes = totalmem()): number {
+  return Math.floor((machineBytes * WORKER_MEMORY_SHARE) / 1048576);
 }

@@ -82,6 +82,8 @@ export const vmAutoscalerSettings = commonEnvSchema.extend({
   DOCKER_NATS_URL: z.string().optional().meta({ description: "docker: NATS as seen from inside a worker container.", defaultText: "NATS_URL" }),
   DOCKER_REDIS_URL: z.string().optional().meta({ description: "docker: Redis as seen from inside a worker container.", defaultText: "REDIS_URL" }),
   DOCKER_OWNER: z.string().regex(/^[A-Za-z0-9_.-]+$/, "use letters, digits, '_', '.', '-'").default("sloserve").describe("docker: the `sloserve.launcher` label of its containers; it lists, stops and takes back after a restart only containers with it (one owner per vm-autoscaler sharing an engine)."),
+  DOCKER_CPUS: z.coerce.number().positive().optional().meta({ description: "docker: CPUs of each worker container (`docker run --cpus`), as a VM's vCPUs.", defaultText: "WORKER_THREADS when set; else no limit" }),
+  DOCKER_MEMORY_MB: z.coerce.number().int().min(64).optional().meta({ description: "docker: memory of each worker container, MiB (`docker run --memory`, no swap), as a VM's; its executor then offers 80% of it to variant instances unless WORKER_MEMORY_MB says otherwise.", defaultText: "no limit" }),
   DOCKER_STOP_TIMEOUT_S: z.coerce.number().int().positive().default(15).describe("docker: time a terminated worker's executor has to drain after SIGTERM before the engine kills it (`docker stop --time`), s."),
 });
 export type VmAutoscalerSettings = z.infer<typeof vmAutoscalerSettings>;

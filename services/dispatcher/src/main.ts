@@ -60,7 +60,8 @@ await runService("dispatcher", process.env, async (log) => {
   // Pipelines (infer.pipeline.*, registry.request.pipeline.*, metrics.pipeline.* every second).
   const pipelineRegistry = new PipelineRegistry(store, catalog, builtinSteps());
   const pipelines = new PipelineService(bus, store, pipelineRegistry, new PipelineStats(clock.now(), id), new BusStageBackend(bus, clock), log, clock);
-  pipelines.start();
+  // Its queries come with the others below (taken over with them when a peer is silent).
+  pipelines.start({ subscribeQueries: false });
   await pipelineRegistry.load();
   const quotaStore = new QuotaStore(store.redis);
   const quotaSync = await startQuotaSync(bus.nc, quotas.admission, { load: () => quotaStore.list(), clock, log });
@@ -87,21 +88,24 @@ await runService("dispatcher", process.env, async (log) => {
   }, 1000);
   presence(false);
 
-  // The query subjects (and those of queries a frontend admitted under their app's quota), as a queue
-  // group; while a peer is silent, also outside it, each query handled once (takeover.ts).
-  const querySubjects = ["infer.app.*", "infer.model.*", "infer.variant.*", subjects.inferAppAdmittedAll, subjects.inferModelAdmittedAll];
+  // The query subjects (those of queries a frontend admitted under their app's quota, and pipelines'), as
+  // a queue group; while a peer is silent, also outside it, each query handled once (takeover.ts).
+  const querySubjects: Array<[string, (msg: Msg) => void]> = [
+    ...["infer.app.*", "infer.model.*", "infer.variant.*", subjects.inferAppAdmittedAll, subjects.inferModelAdmittedAll].map((s): [string, (msg: Msg) => void] => [s, (msg) => dispatcher.handle(msg)]),
+    [subjects.inferPipelineAll, (msg) => pipelines.handle(msg)],
+  ];
   let takenOver: Subscription[] = [];
-  const handle = (msg: Msg): void => {
+  const handledOnce = (handler: (msg: Msg) => void) => (_err: unknown, msg: Msg): void => {
     if (takenOver.length > 0 && !once.first(msg.reply, clock.now())) return;
-    dispatcher.handle(msg);
+    handler(msg);
   };
-  const queries = querySubjects.map((subject) => bus.nc.subscribe(subject, { queue: DISPATCHER_QUEUE, callback: (_err, msg) => handle(msg) }));
+  const queries = querySubjects.map(([subject, handler]) => bus.nc.subscribe(subject, { queue: DISPATCHER_QUEUE, callback: handledOnce(handler) }));
   const takeoverTicker = setInterval(() => {
     const now = clock.now();
     const take = takeover.shouldTakeOver(now);
     if (take && takenOver.length === 0) {
       log.warn({ silent: takeover.silent(now) }, "dispatchers silent: taking their queries over");
-      takenOver = querySubjects.map((subject) => bus.nc.subscribe(subject, { callback: (_err, msg) => handle(msg) }));
+      takenOver = querySubjects.map(([subject, handler]) => bus.nc.subscribe(subject, { callback: handledOnce(handler) }));
     } else if (!take && takenOver.length > 0) {
       log.info("no dispatcher silent: queries back to the queue group alone");
       for (const s of takenOver) s.unsubscribe();

@@ -190,6 +190,12 @@ export class BusStageBackend implements ModelStageBackend {
 export interface PipelineServiceOptions {
   /** How often counters go out on `metrics.pipeline.<name>`, ms; 0: only when `tick` is called. @default 1000 */
   reportEveryMs?: number;
+  /**
+   * Whether it subscribes to the queries (`infer.pipeline.*`, queue group) itself; false: the caller
+   * hands them to {@link PipelineService.handle} (the dispatcher does, with its other query subjects,
+   * so that a silent peer's are taken over: takeover.ts). @default true
+   */
+  subscribeQueries?: boolean;
 }
 
 /** Fields of a pipeline answer (and of the binary encoding's meta): an object output of one of these names comes under `values`. */
@@ -220,7 +226,7 @@ export class PipelineService {
       nc.subscribe(subjects.registerPipeline, { queue: DISPATCHER_QUEUE, callback: (_err, msg) => this.respond(msg, () => this.register(msg)) }),
       nc.subscribe(subjects.unregisterPipeline, { queue: DISPATCHER_QUEUE, callback: (_err, msg) => this.respond(msg, () => this.unregister(msg)) }),
       nc.subscribe(subjects.listPipelines, { queue: DISPATCHER_QUEUE, callback: (_err, msg) => this.respond(msg, async () => ({ pipelines: await this.store.listPipelines() })) }),
-      nc.subscribe("infer.pipeline.*", { queue: DISPATCHER_QUEUE, callback: (_err, msg) => this.handle(msg) }),
+      ...(options.subscribeQueries === false ? [] : [nc.subscribe(subjects.inferPipelineAll, { queue: DISPATCHER_QUEUE, callback: (_err, msg) => this.handle(msg) })]),
     ];
     const every = options.reportEveryMs ?? 1000;
     if (every > 0) this.timer = setInterval(() => this.tick(this.clock.now()), every);

@@ -4,7 +4,7 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { EC2Client } from "@aws-sdk/client-ec2";
 import { compileOptions, hardwareSchema, type Hardware } from "@sloserve/contracts";
-import { vmAutoscalerSettings } from "@sloserve/settings";
+import { defaultWorkerMemoryMb, vmAutoscalerSettings } from "@sloserve/settings";
 import { connectBus, natsChildEnv, runEvery, runService, systemClock, type Bus, type Logger } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { INSTANCE_PRICES, instanceOffer, parseSpotPriceCsv, pricePerSecond, type MachineKind } from "@sloserve/policy";
@@ -95,6 +95,9 @@ function buildProvider(o: Options, bus: Bus, log: Logger, kindEnv: Partial<Recor
         ...(o.NATS_TLS_CA ? { natsTlsCaFile: resolve(o.NATS_TLS_CA) } : {}),
         logLevel: o.LOG_LEVEL,
         stopTimeoutS: o.DOCKER_STOP_TIMEOUT_S,
+        // A container is a machine: its CPUs and memory limited as a VM's would be.
+        ...(o.DOCKER_CPUS ?? o.WORKER_THREADS ? { cpus: o.DOCKER_CPUS ?? o.WORKER_THREADS } : {}),
+        ...(o.DOCKER_MEMORY_MB ? { memoryMb: o.DOCKER_MEMORY_MB } : {}),
         // The workers connect to NATS as the executor user (EXECUTOR_NATS_USER/_PASSWORD), not as this service.
         kindEnv: Object.fromEntries(hardwareSchema.options.map((k) => [k, { ...kindEnv[k], ...natsChildEnv(process.env, "EXECUTOR") }])),
         logTo: o.EXECUTOR_LOG_FILE ? createWriteStream(o.EXECUTOR_LOG_FILE, { flags: "a" }) : process.stdout,
@@ -115,7 +118,9 @@ await runService("vm-autoscaler", process.env, async (log) => {
   for (const k of o.LAUNCH_KINDS) {
     const env: Record<string, string> = {};
     if (o.WORKER_THREADS) env.WORKER_THREADS = String(o.WORKER_THREADS);
-    if (o.WORKER_MEMORY_MB) env.WORKER_MEMORY_MB = String(o.WORKER_MEMORY_MB);
+    // What the executors offer variants: WORKER_MEMORY_MB, else, in a container of DOCKER_MEMORY_MB, the executor's default share of it.
+    const workerMemoryMb = o.WORKER_MEMORY_MB ?? (o.PROVIDER === "docker" && o.DOCKER_MEMORY_MB ? defaultWorkerMemoryMb(o.DOCKER_MEMORY_MB * 1048576) : undefined);
+    if (workerMemoryMb) env.WORKER_MEMORY_MB = String(workerMemoryMb);
     // Local workers share this host and inherit this environment: they would all ask for our METRICS_PORT.
     // Their figures reach Prometheus through the model autoscaler's sloserve_cluster_* (their reports).
     if (o.PROVIDER === "local") env.METRICS_PORT = "0";
@@ -123,7 +128,7 @@ await runService("vm-autoscaler", process.env, async (log) => {
     if (o.PROVIDER === "local" && o.LOCAL_WORKER_BACKEND === "emulated") env.BACKEND = "emulated";
     kindEnv[k] = env;
     const spot = o.SPOT_KINDS.includes(k);
-    const memoryBytes = o.WORKER_MEMORY_MB ? o.WORKER_MEMORY_MB * 1048576 : Infinity;
+    const memoryBytes = workerMemoryMb ? workerMemoryMb * 1048576 : Infinity;
     machineKinds[k] = {
       instanceType: types[k],
       pricePerHour: pricePerSecond(types[k], spot ? "spot" : "on-demand") * 3600,
