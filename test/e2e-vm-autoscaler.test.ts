@@ -3,6 +3,7 @@ import { connect, headers as natsHeaders, type NatsConnection, type Subscription
 import { startStack, ocrModels, registerOverHttp, type Stack } from "@sloserve/stack";
 import { contentTypes, decodeTensors, encodeTensors, headers, subjects, type WorkerReport } from "@sloserve/contracts";
 import { waitFor } from "@sloserve/testing";
+import { NatsTally } from "./fault-load.js";
 
 /**
  * Machines and money, live: the whole stack (real nats-server, redis-server, every service as its own
@@ -28,8 +29,6 @@ const decisions: Array<{ action: string; kind: string; worker?: string; trigger?
 const results: Array<{ action: string; worker?: string; ok: boolean; variant?: string; reason?: string }> = [];
 const lastReport = new Map<string, { report: WorkerReport; atMs: number }>();
 let subs: Subscription[] = [];
-const tally = { sent: 0, ok: 0, errors: new Map<string, number>(), noReply: 0 };
-const inFlight = new Set<Promise<void>>();
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 /** Waits of this test: polled every 200 ms; a timeout prints the last decisions. */
@@ -37,23 +36,10 @@ const waiting = (timeoutMs: number) => ({ timeoutMs, intervalMs: 200, detail: ()
 const live = (): string[] => [...lastReport].filter(([, r]) => Date.now() - r.atMs < 3000).map(([w]) => w);
 
 const payload = encodeTensors([{ name: "x", datatype: "FP32", shape: [1, 3, SIDE, SIDE], data: new Float32Array(3 * SIDE * SIDE).fill(0.5) }]);
-/** One query with a 20 s deadline; its outcome goes to the tally. */
-function send(): void {
-  tally.sent++;
-  const h = natsHeaders();
-  h.set(headers.contentType, contentTypes.wire);
-  h.set(headers.deadline, String(Date.now() + 20_000));
-  const p = nc
-    .request(subjects.inferModel(model.name), payload, { timeout: 60_000, headers: h })
-    .then((reply) => {
-      const code = reply.headers?.get(headers.error) ?? "";
-      if (code === "") tally.ok++;
-      else tally.errors.set(code, (tally.errors.get(code) ?? 0) + 1);
-    })
-    .catch(() => void tally.noReply++)
-    .finally(() => inFlight.delete(p));
-  inFlight.add(p);
-}
+/** Queries of the detector with a 20 s deadline, one per `send()`, and their outcomes. */
+const tally = new NatsTally(() => nc, subjects.inferModel(model.name), payload);
+const inFlight = tally.inFlight;
+const send = (): void => tally.send();
 
 beforeAll(async () => {
   stack = await startStack({

@@ -2,6 +2,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createRng } from "@sloserve/policy";
 import type { BundledModel, Stack } from "@sloserve/stack";
+import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
+import { contentTypes, headers } from "@sloserve/contracts";
 import { Network, exportNetwork } from "@sloserve/zoo";
 
 /**
@@ -112,4 +114,40 @@ export async function metricsCounter(stack: Stack, service: string, name: string
     if (Object.entries(labels).every(([k, v]) => got[k] === v)) total += Number(m[3]);
   }
   return total;
+}
+
+/**
+ * Queries sent over NATS one at a time (`send`), each with a deadline, and what came of them: answered,
+ * an error reply by its code, or no reply at all; `inFlight` holds the ones still waiting.
+ */
+export class NatsTally {
+  sent = 0;
+  ok = 0;
+  noReply = 0;
+  readonly errors = new Map<string, number>();
+  readonly inFlight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly nc: () => NatsConnection,
+    private readonly subject: string,
+    private readonly payload: Uint8Array,
+    private readonly deadlineMs = 20_000,
+  ) {}
+
+  send(): void {
+    this.sent++;
+    const h = natsHeaders();
+    h.set(headers.contentType, contentTypes.wire);
+    h.set(headers.deadline, String(Date.now() + this.deadlineMs));
+    const p = this.nc()
+      .request(this.subject, this.payload, { timeout: this.deadlineMs * 3, headers: h })
+      .then((reply) => {
+        const code = reply.headers?.get(headers.error) ?? "";
+        if (code === "") this.ok++;
+        else this.errors.set(code, (this.errors.get(code) ?? 0) + 1);
+      })
+      .catch(() => void this.noReply++)
+      .finally(() => this.inFlight.delete(p));
+    this.inFlight.add(p);
+  }
 }

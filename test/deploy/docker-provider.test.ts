@@ -7,6 +7,7 @@ import { startStack, ocrModels, registerOverHttp, waitForProfiles, type Stack } 
 import { contentTypes, decodeTensors, encodeTensors, headers, subjects, type WorkerReport } from "@sloserve/contracts";
 import { DOCKER_LABELS } from "@sloserve/providers";
 import { waitFor } from "@sloserve/testing";
+import { NatsTally } from "../fault-load.js";
 import { buildImages, dockerEngine, type DockerEngine } from "./docker-engine.js";
 
 /**
@@ -38,8 +39,6 @@ const results: Array<{ action: string; worker?: string; instance?: string; ok: b
 const lastReport = new Map<string, { report: WorkerReport; atMs: number }>();
 /** The engine's events for this owner's containers (`docker events`): kills with their signal, deaths with their exit code. */
 const engineEvents: Array<{ action: string; worker: string; signal?: string; exitCode?: string; atMs: number }> = [];
-const tally = { sent: 0, ok: 0, errors: new Map<string, number>(), noReply: 0 };
-const inFlight = new Set<Promise<void>>();
 
 /** The vm-autoscaler's settings (its first start and its restart). */
 let VM_AUTOSCALER_ENV: Record<string, string> = {};
@@ -67,22 +66,10 @@ function containers(): Map<string, string> {
 }
 
 const payload = encodeTensors([{ name: "x", datatype: "FP32", shape: [1, 3, SIDE, SIDE], data: new Float32Array(3 * SIDE * SIDE).fill(0.5) }]);
-function send(): void {
-  tally.sent++;
-  const h = natsHeaders();
-  h.set(headers.contentType, contentTypes.wire);
-  h.set(headers.deadline, String(Date.now() + 20_000));
-  const p = nc!
-    .request(subjects.inferModel(model.name), payload, { timeout: 60_000, headers: h })
-    .then((reply) => {
-      const code = reply.headers?.get(headers.error) ?? "";
-      if (code === "") tally.ok++;
-      else tally.errors.set(code, (tally.errors.get(code) ?? 0) + 1);
-    })
-    .catch(() => void tally.noReply++)
-    .finally(() => inFlight.delete(p));
-  inFlight.add(p);
-}
+/** Queries of the detector with a 20 s deadline, one per `send()`, and their outcomes. */
+const tally = new NatsTally(() => nc!, subjects.inferModel(model.name), payload);
+const inFlight = tally.inFlight;
+const send = (): void => tally.send();
 
 beforeAll(async () => {
   engine = await dockerEngine();

@@ -17,60 +17,88 @@ const key = {
   keyQuotas: `${P}:keyquotas`,
 };
 
-export class QuotaStore {
-  constructor(readonly redis: Redis) {}
+/** Records of one kind in Redis: each under `<prefix><id>`, and the set of their ids. */
+class RecordSet<T> {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keyOf: (id: string) => string,
+    private readonly setKey: string,
+    private readonly schema: { parse(value: unknown): T },
+    private readonly idOf: (record: T) => string,
+  ) {}
 
-  /** Sets (or replaces) an app's quota. */
-  async put(record: AppQuotaRecord): Promise<void> {
-    const valid = appQuotaRecordSchema.parse(record);
-    await this.redis.multi().set(key.quota(valid.app), JSON.stringify(valid)).sadd(key.quotas, valid.app).exec();
+  async put(record: T): Promise<void> {
+    const valid = this.schema.parse(record);
+    const id = this.idOf(valid);
+    await this.redis.multi().set(this.keyOf(id), JSON.stringify(valid)).sadd(this.setKey, id).exec();
   }
 
-  async get(app: string): Promise<AppQuotaRecord | undefined> {
-    const raw = await this.redis.get(key.quota(app));
-    return raw ? appQuotaRecordSchema.parse(JSON.parse(raw)) : undefined;
+  async get(id: string): Promise<T | undefined> {
+    const raw = await this.redis.get(this.keyOf(id));
+    return raw ? this.schema.parse(JSON.parse(raw)) : undefined;
+  }
+
+  /** Every record, by id. */
+  async list(): Promise<T[]> {
+    const ids = (await this.redis.smembers(this.setKey)).sort();
+    if (ids.length === 0) return [];
+    const raws = await this.redis.mget(ids.map(this.keyOf));
+    return raws.filter((r): r is string => r !== null).map((r) => this.schema.parse(JSON.parse(r)));
+  }
+
+  /** Removes a record; the removed one, or undefined if there was none. */
+  async delete(id: string): Promise<T | undefined> {
+    const record = await this.get(id);
+    if (!record) return undefined;
+    await this.redis.multi().del(this.keyOf(id)).srem(this.setKey, id).exec();
+    return record;
+  }
+}
+
+export class QuotaStore {
+  private readonly apps: RecordSet<AppQuotaRecord>;
+  private readonly keys: RecordSet<KeyQuotaRecord>;
+
+  constructor(readonly redis: Redis) {
+    this.apps = new RecordSet(redis, key.quota, key.quotas, appQuotaRecordSchema, (r) => r.app);
+    this.keys = new RecordSet(redis, key.keyQuota, key.keyQuotas, keyQuotaRecordSchema, (r) => r.key);
+  }
+
+  /** Sets (or replaces) an app's quota. */
+  put(record: AppQuotaRecord): Promise<void> {
+    return this.apps.put(record);
+  }
+
+  get(app: string): Promise<AppQuotaRecord | undefined> {
+    return this.apps.get(app);
   }
 
   /** Every app's quota, by app name. */
-  async list(): Promise<AppQuotaRecord[]> {
-    const apps = (await this.redis.smembers(key.quotas)).sort();
-    if (apps.length === 0) return [];
-    const raws = await this.redis.mget(apps.map(key.quota));
-    return raws.filter((r): r is string => r !== null).map((r) => appQuotaRecordSchema.parse(JSON.parse(r)));
+  list(): Promise<AppQuotaRecord[]> {
+    return this.apps.list();
   }
 
   /** Removes an app's quota; the removed record, or undefined if there was none. */
-  async delete(app: string): Promise<AppQuotaRecord | undefined> {
-    const record = await this.get(app);
-    if (!record) return undefined;
-    await this.redis.multi().del(key.quota(app)).srem(key.quotas, app).exec();
-    return record;
+  delete(app: string): Promise<AppQuotaRecord | undefined> {
+    return this.apps.delete(app);
   }
 
   /** Sets (or replaces) an API key's quota. */
-  async putKey(record: KeyQuotaRecord): Promise<void> {
-    const valid = keyQuotaRecordSchema.parse(record);
-    await this.redis.multi().set(key.keyQuota(valid.key), JSON.stringify(valid)).sadd(key.keyQuotas, valid.key).exec();
+  putKey(record: KeyQuotaRecord): Promise<void> {
+    return this.keys.put(record);
   }
 
-  async getKey(id: string): Promise<KeyQuotaRecord | undefined> {
-    const raw = await this.redis.get(key.keyQuota(id));
-    return raw ? keyQuotaRecordSchema.parse(JSON.parse(raw)) : undefined;
+  getKey(id: string): Promise<KeyQuotaRecord | undefined> {
+    return this.keys.get(id);
   }
 
   /** Every API key's quota, by key id. */
-  async listKeys(): Promise<KeyQuotaRecord[]> {
-    const ids = (await this.redis.smembers(key.keyQuotas)).sort();
-    if (ids.length === 0) return [];
-    const raws = await this.redis.mget(ids.map(key.keyQuota));
-    return raws.filter((r): r is string => r !== null).map((r) => keyQuotaRecordSchema.parse(JSON.parse(r)));
+  listKeys(): Promise<KeyQuotaRecord[]> {
+    return this.keys.list();
   }
 
   /** Removes an API key's quota; the removed record, or undefined if there was none. */
-  async deleteKey(id: string): Promise<KeyQuotaRecord | undefined> {
-    const record = await this.getKey(id);
-    if (!record) return undefined;
-    await this.redis.multi().del(key.keyQuota(id)).srem(key.keyQuotas, id).exec();
-    return record;
+  deleteKey(id: string): Promise<KeyQuotaRecord | undefined> {
+    return this.keys.delete(id);
   }
 }
