@@ -257,6 +257,12 @@ export const workerReportSchema = z.object({
   acceleratorMemoryBytes: z.number().nonnegative().optional(),
   acceleratorMemoryUsedBytes: z.number().nonnegative().optional(),
   rssBytes: z.number().nonnegative(),
+  /**
+   * The machine whose cores a CPU worker runs on (its hostname): the local provider and the local
+   * function pool count the threads of the workers on their own host (libs/policy host-room.ts);
+   * absent: a machine of its own (emulated workers, accelerators, older reports).
+   */
+  host: z.string().max(253).optional(),
   variants: z.array(variantMetricsSchema),
   /**
    * The worker's last report: it is stopping cleanly, has unloaded its instances and takes no more

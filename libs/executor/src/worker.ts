@@ -44,6 +44,8 @@ export interface WorkerOptions {
   profile?: boolean;
   /** Memory this worker offers to variant instances, bytes (their profiled memory is reserved). */
   memoryBytes: number;
+  /** The machine whose cores it runs on, reported (`host`) for the rules that share one host (libs/policy host-room.ts). @default unreported */
+  host?: string;
   /**
    * Accelerators (GPUs, NeuronCores) this worker offers; an Inferentia instance holds the NeuronCores
    * its variant is compiled for, GPU instances share the GPUs by memory footprint (libs/policy
@@ -412,6 +414,7 @@ export class Worker {
       acceleratorsUsed: held.accelerators,
       ...(this.hardware === "gpu" ? { acceleratorMemoryBytes: this.options.acceleratorMemoryBytes ?? GPU_MEMORY_BYTES[DEFAULT_TYPE_FOR_KIND.gpu], acceleratorMemoryUsedBytes: held.acceleratorMemoryBytes } : {}),
       rssBytes: mem.rss,
+      ...(this.options.host ? { host: this.options.host } : {}),
       variants,
     };
     return { report, transitions, memories };

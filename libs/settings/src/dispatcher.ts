@@ -2,6 +2,7 @@ import { z } from "zod";
 import { commonEnvSchema } from "@sloserve/contracts";
 import { BREAKER_DEFAULTS } from "@sloserve/providers/defaults";
 import { emulationSettings } from "./emulation.js";
+import { hostSettings } from "./machine.js";
 
 /** Function providers the dispatcher can overflow to. */
 export const OVERFLOW_PROVIDERS = ["local", "lambda"] as const;
@@ -40,6 +41,7 @@ export const dispatcherSettings = commonEnvSchema
     FUNCTION_KEEP_ALIVE_MS: z.coerce.number().int().positive().default(600_000).describe("An idle local function container exits after this long."),
     FUNCTION_BACKEND: z.enum(["onnx", "emulated"]).default("onnx").describe("The local function containers' engine: `onnx` (the model, on onnxruntime) or `emulated`: each invocation waits a latency drawn as an emulated CPU worker's for the variant (EMULATED_CALIBRATION, else EMULATED_LATENCY_MS) and answers zeros, `served_by.backend` `emulated`; the containers are still processes that start cold and fetch the model, but open no onnxruntime session. For fleet-scale runs with emulated workers (`npm run replay -- --emulated`), where functions stand for Lambda's, off this host; never for real queries."),
     ...emulationSettings,
+    ...hostSettings,
     BREAKER_CAP_MS: z.coerce.number().int().positive().default(BREAKER_DEFAULTS.capMs).describe("Circuit breaker: longest one function call may take, ms, even when the query's deadline is further."),
     BREAKER_ERROR_PERCENT: z.coerce.number().min(1).max(100).default(BREAKER_DEFAULTS.errorThresholdPercentage).describe("Circuit breaker: opens when more than this percentage of the calls in its window failed."),
     BREAKER_VOLUME: z.coerce.number().int().min(1).default(BREAKER_DEFAULTS.volumeThreshold).describe("Circuit breaker: calls in the window before it may open."),

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { commonEnvSchema, hardwareSchema } from "@sloserve/contracts";
 import { DEFAULT_MACHINE_PLAN_CONFIG, DEFAULT_SCALING_POLICY, DEFAULT_VM_AUTOSCALER_CONFIG, LIVE_READING_TICKS, SCALING_POLICIES } from "@sloserve/policy";
 import { NOMAD_EXECUTORS_JOB } from "@sloserve/providers/defaults";
+import { hostSettings } from "./machine.js";
 
 const kinds = z
   .string()
@@ -62,6 +63,7 @@ export const vmAutoscalerSettings = commonEnvSchema.extend({
   EXECUTOR_LOG_FILE: z.string().optional().meta({ description: "local, docker: where the launched executors' output goes (appended; a docker worker's stays in the engine too, `docker logs`).", defaultText: "this process's stdout" }),
   LOCAL_STOP_TIMEOUT_MS: z.coerce.number().int().positive().default(8000).describe("local: time a terminated executor has to drain before SIGKILL."),
   LOCAL_WORKER_BACKEND: z.enum(["native", "emulated"]).default("native").describe("local: the engine of the executors it launches: `native` (each kind's own, onnxruntime or the Neuron server) or `emulated` (BACKEND=emulated: variants served by their latency distributions, so that tens of CPU, GPU and Inferentia workers run on one small machine; EMULATED_CALIBRATION and EMULATED_LATENCY_MS in this service's environment reach them too). Never for real queries."),
+  ...hostSettings,
   EC2_LAUNCH_TEMPLATE: z.string().optional().describe("ec2: the launch template of its instances, by name."),
   EC2_LAUNCH_TEMPLATE_ID: z.string().optional().describe("ec2: the launch template by id (instead of EC2_LAUNCH_TEMPLATE)."),
   EC2_CLUSTER: z.string().default("sloserve").describe("ec2: the value of the `sloserve:cluster` tag of its instances."),

@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import type { Msg, Subscription } from "@nats-io/transport-node";
 import { DISPATCHER_QUEUE, subjects } from "@sloserve/contracts";
 import { connectBus, readPresence, runService, startQuotaSync, systemClock, type DispatcherPresence } from "@sloserve/bus";
@@ -44,7 +45,9 @@ await runService("dispatcher", process.env, async (log) => {
     dispatcherMetrics.breaker({ provider: breaker.name, state: breaker.state }, false);
     breaker.onStateChange((change) => dispatcherMetrics.breaker(change));
   });
-  const overflow = functions ? new OverflowPath(functions, bus, cluster, catalog, arrivals, log, clock) : undefined;
+  // The local pool alone, running the models: its containers share this host's cores with the workers on it.
+  const sharesHost = options.OVERFLOW.length === 1 && options.OVERFLOW[0] === "local" && options.FUNCTION_BACKEND === "onnx";
+  const overflow = functions ? new OverflowPath(functions, bus, cluster, catalog, arrivals, log, clock, undefined, sharesHost ? { name: hostname(), cores: options.HOST_CORES } : undefined) : undefined;
   // Apps' quotas for NATS callers: this dispatcher's share, kept current on the bus (quotas.ts).
   const quotas = new DispatcherQuotas(new QuotaAdmission(id, "dispatcher", clock.now()), bus.nc, dispatcherMetrics);
   // Weighted fair admission between apps on a congested worker pool (FAIR_SHARE; libs/policy access/fair-share.ts).

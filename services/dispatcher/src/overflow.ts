@@ -6,6 +6,7 @@ import {
   decideOverflow,
   drainBacklog,
   isLoadPending,
+  localFunctionRoom,
   overflowInputFor,
   prewarmForForecast,
   prewarmForLostCapacity,
@@ -76,6 +77,8 @@ export interface OverflowTotals {
 export class OverflowPath {
   private readonly backlog = new Map<string, BacklogEstimate>();
   readonly totals: OverflowTotals = { overflowed: 0, served: 0, failed: 0, costDollars: 0, coldStarts: 0 };
+  /** Invocations running now. */
+  private inFlight = 0;
 
   constructor(
     readonly provider: FunctionProvider,
@@ -86,6 +89,13 @@ export class OverflowPath {
     private readonly log: Logger,
     private readonly clock: Clock,
     private readonly prewarmConfig: PrewarmConfig = PREWARM_DEFAULTS,
+    /**
+     * The host the function containers run on, when they share its cores with its workers (the local
+     * pool with the native engine): a query overflows only onto a core that no worker reporting this
+     * host offers and no other invocation holds (libs/policy `localFunctionRoom`); else it stays on
+     * the local path. @default none (functions bring their own cores: Lambda)
+     */
+    private readonly host?: { name: string; cores: number },
   ) {}
 
   /**
@@ -110,7 +120,12 @@ export class OverflowPath {
       nowMs,
       deadlineMs,
     });
-    return decideOverflow(input);
+    const decision = decideOverflow(input);
+    if (decision.action !== "overflow" || !this.host) return decision;
+    const threads: number[] = [];
+    for (const { report } of this.cluster.workers.values()) if (report.host === this.host.name) threads.push(report.threads);
+    const room = localFunctionRoom({ cores: this.host.cores, workerThreads: threads, inFlight: this.inFlight });
+    return room.allowed ? decision : { action: "local", estimatedMs: decision.estimatedMs, reason: `${decision.reason}; kept local: a function would take ${room.reason}` };
   }
 
   /** A query (with a deadline or not) went to the variant's local queue: one more ahead of the next. */
@@ -146,6 +161,7 @@ export class OverflowPath {
    */
   async serve(q: OverflowQuery): Promise<void> {
     this.totals.overflowed++;
+    this.inFlight++;
     const app = q.variant.app;
     try {
       const result = await this.provider.invoke({ variant: q.variant.name, object: q.variant.object, payload: q.payload, deadlineMs: q.deadlineMs, ...(q.requestId ? { requestId: q.requestId } : {}) });
@@ -188,6 +204,8 @@ export class OverflowPath {
           );
       this.log.warn({ err, requestId: q.requestId, variant: q.variant.name, code: answer.code }, "overflow failed");
       replyError(this.bus.nc, q.replyTo, answer, q.requestId);
+    } finally {
+      this.inFlight--;
     }
   }
 

@@ -92,12 +92,12 @@ afterEach(() => {
 });
 
 /** A dispatcher as main.ts wires it with OVERFLOW on (or off when no provider is given). */
-function startDispatcher(provider: FunctionProvider | undefined) {
+function startDispatcher(provider: FunctionProvider | undefined, host?: { name: string; cores: number }) {
   const catalog = new Catalog(store);
   const cluster = new ClusterView();
   const selection = new SelectionView();
   const arrivals = new ArrivalCounter(clock.now(), "test");
-  const overflow = provider ? new OverflowPath(provider, bus, cluster, catalog, arrivals, log, clock) : undefined;
+  const overflow = provider ? new OverflowPath(provider, bus, cluster, catalog, arrivals, log, clock, undefined, host) : undefined;
   const dispatcher = new Dispatcher(bus, catalog, cluster, selection, arrivals, log, clock, overflow);
   const subs = [...followEvents(bus, { catalog, cluster, selection }, dispatcher, clock, log, overflow), bus.nc.subscribe("infer.>", { callback: (_e, m) => dispatcher.handle(m) })];
   running = { subs };
@@ -132,9 +132,10 @@ async function register(name: string, app = name): Promise<VariantRecord> {
 }
 
 /** A worker's one-second report: the variant's state, its arrivals and the queries it holds. */
-async function report(worker: string, variants: Array<{ variant: string; state: VariantState; arrivals?: number; queueLength?: number; instances?: number }>): Promise<void> {
+async function report(worker: string, variants: Array<{ variant: string; state: VariantState; arrivals?: number; queueLength?: number; instances?: number }>, on?: { host: string; threads: number }): Promise<void> {
   const r: WorkerReport = {
-    worker, hardware: "cpu", atMs: clock.now(), startedAtMs: T0, threads: 4, threadsUsed: variants.length, memoryBytes: 8e9, memoryUsedBytes: 0, rssBytes: 1e8,
+    ...(on ? { host: on.host } : {}),
+    worker, hardware: "cpu", atMs: clock.now(), startedAtMs: T0, threads: on?.threads ?? 4, threadsUsed: variants.length, memoryBytes: 8e9, memoryUsedBytes: 0, rssBytes: 1e8,
     variants: variants.map((v) => ({
       variant: v.variant, state: v.state, instances: v.instances ?? 1, sloMisses: 0, batchP50Ms: 0, batchSizeP50: 0, arrivals: v.arrivals ?? 0, served: v.arrivals ?? 0,
       errors: 0, batches: 0, queueLength: v.queueLength ?? 0, latencyP50Ms: 0, latencyP99Ms: 0, utilisation: 0,
@@ -296,6 +297,26 @@ describe("dispatcher overflow - local or function", () => {
     const idle = await register("no-deadline-idle");
     expect((await ask(subjects.inferModel("no-deadline-idle"), jsonBody(image(9)))).queued).toBe(idle.name);
     expect(overflow.totals.overflowed).toBe(0);
+  });
+
+  it("dispatcher overflow - a local pool on the workers' own host overflows only onto a core no worker offers", async () => {
+    const { overflow } = startDispatcher(functions, { name: "host-a", cores: 2 });
+    const v = await register("one-host");
+    // The worker on host-a offers both of its cores: a function would only take from it, so the query stays local.
+    await report("w1", [{ variant: v.name, state: "active", queueLength: 10_000 }], { host: "host-a", threads: 2 });
+    expect((await ask(subjects.inferModel("one-host"), jsonBody(image(11)), { [headers.deadline]: clock.now() + 20_000 })).queued).toBe(v.name);
+    expect(overflow.totals.overflowed).toBe(0);
+    // It offers one: the other core runs the function.
+    clock.advance(1000);
+    await report("w1", [{ variant: v.name, state: "active", queueLength: 10_000 }], { host: "host-a", threads: 1 });
+    const o = await ask(subjects.inferModel("one-host"), jsonBody(image(12)), { [headers.deadline]: clock.now() + 20_000 });
+    expect(o.reply?.json<JsonAnswer>().served_by.hardware).toBe("function");
+    // A worker on another machine takes none of host-a's cores.
+    clock.advance(1000);
+    await report("w1", [{ variant: v.name, state: "active", queueLength: 10_000 }], { host: "host-b", threads: 2 });
+    const other = await ask(subjects.inferModel("one-host"), jsonBody(image(13)), { [headers.deadline]: clock.now() + 20_000 });
+    expect(other.reply?.json<JsonAnswer>().served_by.hardware).toBe("function");
+    expect(overflow.totals.overflowed).toBe(2);
   });
 
   it("dispatcher overflow - with overflow off a query that would miss is queued", async () => {

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { hostname, availableParallelism, totalmem } from "node:os";
+import { hostname } from "node:os";
 import { z } from "zod";
 import { compileOptions } from "@sloserve/contracts";
-import { executorCpuSettings } from "@sloserve/settings";
+import { cpuWorkerMemoryMb, executorCpuSettings } from "@sloserve/settings";
 import { connectBus, runService, systemClock } from "@sloserve/bus";
 import { MetadataStore } from "@sloserve/store";
 import { ExecutorMetrics, Worker, emulatedBackend, onnxBackend, readEmulationCalibration, readProfileCalibration } from "@sloserve/executor";
@@ -26,10 +26,13 @@ await runService("executor-cpu", process.env, async (log) => {
   const backend = emulated
     ? emulatedBackend("cpu", { fallback: options.EMULATED_LATENCY_MS, ...(options.EMULATED_CALIBRATION ? { calibration: readEmulationCalibration(options.EMULATED_CALIBRATION) } : {}) })
     : onnxBackend("cpu", ["cpu"]);
-  const worker = new Worker(bus, store, backend, { id, threads: options.WORKER_THREADS, memoryBytes: options.WORKER_MEMORY_MB * 1048576, metrics: new ExecutorMetrics(metrics.registry), ...(options.PROFILE_CALIBRATION ? { profileCalibration: readProfileCalibration(options.PROFILE_CALIBRATION) } : {}) }, log.child({ worker: id }), systemClock);
+  const memoryMb = options.WORKER_MEMORY_MB ?? cpuWorkerMemoryMb(options.WORKER_THREADS);
+  // Its host, for the rules that keep one host's workers and local functions within its cores (an emulated worker stands for a machine of its own).
+  const host = emulated ? {} : { host: hostname() };
+  const worker = new Worker(bus, store, backend, { id, threads: options.WORKER_THREADS, memoryBytes: memoryMb * 1048576, ...host, metrics: new ExecutorMetrics(metrics.registry), ...(options.PROFILE_CALIBRATION ? { profileCalibration: readProfileCalibration(options.PROFILE_CALIBRATION) } : {}) }, log.child({ worker: id }), systemClock);
   await worker.start();
   return {
-    info: { worker: id, backend: options.BACKEND, threads: options.WORKER_THREADS, memoryMb: options.WORKER_MEMORY_MB, metricsPort: metrics.port },
+    info: { worker: id, backend: options.BACKEND, threads: options.WORKER_THREADS, memoryMb, metricsPort: metrics.port },
     async stop() {
       await worker.stop();
       await metrics.close();

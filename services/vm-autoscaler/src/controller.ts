@@ -27,10 +27,12 @@ import {
   HoldFilter,
   emptyMachinePlanState,
   fleetStateOf,
+  hostRoom,
   planMachines,
   returnedWorkerDecision,
   toVariantProfile,
   type AppForecast,
+  type HostShare,
   type MachineDecision,
   type MachineKind,
   type MachinePlanConfig,
@@ -79,6 +81,14 @@ export interface VmAutoscalerControllerOptions {
   metrics?: VmMetrics;
   /** Spot prices over time (SPOT_PRICES_FILE): the plan chooses each kind's market and price at each tick. @default none */
   spotPrices?: SpotPriceSeries;
+  /**
+   * The one host its workers share (PROVIDER=local with the native engines): each tick, each kind's
+   * limit is lowered to the workers of it there now plus as many more as fit within the host's cores
+   * and memory (libs/policy `hostRoom`), counting the workers that report this host (`host` in their
+   * reports) and its own launches still booting. `kinds`: those whose workers run on the host's cores
+   * (CPU). @default none (machines of their own)
+   */
+  host?: { name: string; cores: number; memoryBytes: number; kinds: readonly string[] };
 }
 
 interface Restore {
@@ -247,7 +257,7 @@ export class VmAutoscalerController {
     const { decisions, state } = planMachines({
       nowMs,
       workers,
-      kinds: this.options.kinds,
+      kinds: this.kindsWithinHost(workers, nowMs),
       pending: this.pending.splice(0),
       forecasts: [...this.forecasts.values()],
       slo: this.fleet.takeSloSamples(),
@@ -269,6 +279,37 @@ export class VmAutoscalerController {
     await this.reload(nowMs);
     this.account(nowMs, workers);
     return decisions;
+  }
+
+  /** The kinds, with each one's limit lowered to what the shared host still has room for (`options.host`); as given without one. */
+  private kindsWithinHost(workers: readonly MachineView[], nowMs: number): Readonly<Record<string, MachineKind>> {
+    const host = this.options.host;
+    if (!host) return this.options.kinds;
+    const shares: HostShare[] = [];
+    const present = new Map<string, number>();
+    for (const w of workers) {
+      if (w.lostReason !== undefined || (!w.booting && nowMs - w.lastHeartbeatMs > this.heartbeatTimeoutMs)) continue;
+      present.set(w.kind, (present.get(w.kind) ?? 0) + 1);
+      const report = this.fleet.held(w.name)?.report;
+      if (report) {
+        if (report.host === host.name) shares.push({ threads: report.threads, memoryBytes: report.memoryBytes });
+      } else if (w.managed) {
+        // Launched here, not reporting yet: what its kind offers.
+        const offer = this.options.kinds[w.kind]?.resources;
+        shares.push({ threads: offer?.threads ?? 1, memoryBytes: offer?.memoryBytes ?? 0 });
+      }
+    }
+    const out: Record<string, MachineKind> = {};
+    for (const [kind, k] of Object.entries(this.options.kinds)) {
+      if (!host.kinds.includes(kind)) {
+        out[kind] = k;
+        continue;
+      }
+      const { room, reason } = hostRoom({ cores: host.cores, memoryBytes: host.memoryBytes, workers: shares, next: { threads: k.resources.threads ?? 1, memoryBytes: k.resources.memoryBytes ?? 0 } });
+      const limit = (present.get(kind) ?? 0) + room;
+      out[kind] = limit < (k.maxWorkers ?? Infinity) ? { ...k, maxWorkers: limit, maxWorkersWhy: reason } : k;
+    }
+    return out;
   }
 
   /**

@@ -1,10 +1,10 @@
 import { createWriteStream, readFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
+import { availableParallelism, hostname, totalmem } from "node:os";
 import { resolve } from "node:path";
 import { z } from "zod";
 import { EC2Client } from "@aws-sdk/client-ec2";
 import { compileOptions, hardwareSchema, type Hardware } from "@sloserve/contracts";
-import { defaultWorkerMemoryMb, vmAutoscalerSettings } from "@sloserve/settings";
+import { WORKER_MEMORY_SHARE, cpuWorkerMemoryMb, defaultWorkerMemoryMb, vmAutoscalerSettings } from "@sloserve/settings";
 import { connectBus, natsChildEnv, runEvery, runService, systemClock, type Bus, type Logger } from "@sloserve/bus";
 import { Catalog, MetadataStore } from "@sloserve/store";
 import { INSTANCE_PRICES, instanceOffer, parseSpotPriceCsv, pricePerSecond, type MachineKind } from "@sloserve/policy";
@@ -113,13 +113,16 @@ await runService("vm-autoscaler", process.env, async (log) => {
   const clock = systemClock;
   const bootMs = o.BOOT_TIME_MS ?? (o.PROVIDER === "local" ? o.BOOT_DELAY_MS + 5000 : o.PROVIDER === "ec2" ? 300_000 : o.PROVIDER === "docker" ? 20_000 : 60_000);
   const threads = o.WORKER_THREADS ?? availableParallelism();
+  // Local workers with the native engines share this host's cores and memory (libs/policy host-room.ts); emulated ones stand for machines of their own.
+  const sharesHost = o.PROVIDER === "local" && o.LOCAL_WORKER_BACKEND === "native";
   const kindEnv: Partial<Record<Hardware, Record<string, string>>> = {};
   const machineKinds: Record<string, MachineKind> = {};
   for (const k of o.LAUNCH_KINDS) {
     const env: Record<string, string> = {};
     if (o.WORKER_THREADS) env.WORKER_THREADS = String(o.WORKER_THREADS);
     // What the executors offer variants: WORKER_MEMORY_MB, else, in a container of DOCKER_MEMORY_MB, the executor's default share of it.
-    const workerMemoryMb = o.WORKER_MEMORY_MB ?? (o.PROVIDER === "docker" && o.DOCKER_MEMORY_MB ? defaultWorkerMemoryMb(o.DOCKER_MEMORY_MB * 1048576) : undefined);
+    // Local CPU workers on the one host: their share of its memory by their share of its cores (what they take by default).
+    const workerMemoryMb = o.WORKER_MEMORY_MB ?? (o.PROVIDER === "docker" && o.DOCKER_MEMORY_MB ? defaultWorkerMemoryMb(o.DOCKER_MEMORY_MB * 1048576) : sharesHost && k === "cpu" ? cpuWorkerMemoryMb(threads) : undefined);
     if (workerMemoryMb) env.WORKER_MEMORY_MB = String(workerMemoryMb);
     // Local workers share this host and inherit this environment: they would all ask for our METRICS_PORT.
     // Their figures reach Prometheus through the model autoscaler's sloserve_cluster_* (their reports).
@@ -148,7 +151,7 @@ await runService("vm-autoscaler", process.env, async (log) => {
   const served = await startServiceMetrics(o, log);
   const metrics = new VmMetrics(served.registry);
   const spotPrices = o.SPOT_PRICES_FILE ? parseSpotPriceCsv(readFileSync(o.SPOT_PRICES_FILE, "utf8")) : undefined;
-  const controller = new VmAutoscalerController(bus, store, catalog, provider, log, clock, { kinds: machineKinds, plan, launchEnv: kindEnv, metrics, ...(spotPrices ? { spotPrices } : {}) });
+  const controller = new VmAutoscalerController(bus, store, catalog, provider, log, clock, { kinds: machineKinds, plan, launchEnv: kindEnv, metrics, ...(spotPrices ? { spotPrices } : {}), ...(sharesHost ? { host: { name: hostname(), cores: o.HOST_CORES, memoryBytes: totalmem() * WORKER_MEMORY_SHARE, kinds: ["cpu"] } } : {}) });
   await controller.start();
   await catalog.load();
 
@@ -156,7 +159,7 @@ await runService("vm-autoscaler", process.env, async (log) => {
   const costTimer = setInterval(() => void controller.publishCosts().catch((err: unknown) => log.warn({ err }, "publishing the cost summary failed")), o.COST_EVERY_MS);
 
   return {
-    info: { provider: provider.name, scalingPolicy: o.SCALING_POLICY, kinds: o.LAUNCH_KINDS, ...(o.PROVIDER === "local" ? { workerBackend: o.LOCAL_WORKER_BACKEND } : {}), ...(o.PROVIDER === "docker" ? { dockerImage: o.DOCKER_IMAGE, dockerOwner: o.DOCKER_OWNER } : {}), metricsPort: served.port, bootMs, minWorkers: o.MIN_WORKERS, maxWorkers: o.MAX_WORKERS },
+    info: { provider: provider.name, scalingPolicy: o.SCALING_POLICY, kinds: o.LAUNCH_KINDS, ...(o.PROVIDER === "local" ? { workerBackend: o.LOCAL_WORKER_BACKEND, ...(sharesHost ? { hostCores: o.HOST_CORES } : {}) } : {}), ...(o.PROVIDER === "docker" ? { dockerImage: o.DOCKER_IMAGE, dockerOwner: o.DOCKER_OWNER } : {}), metricsPort: served.port, bootMs, minWorkers: o.MIN_WORKERS, maxWorkers: o.MAX_WORKERS },
     async stop() {
       clearInterval(timer);
       clearInterval(costTimer);

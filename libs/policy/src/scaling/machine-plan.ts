@@ -186,6 +186,8 @@ export interface MachineKind {
   minWorkers?: number;
   /** @default the INFaaS config's maxWorkersPerKind */
   maxWorkers?: number;
+  /** Why `maxWorkers` is what it is, when the caller set it for a reason of its own (the host's cores: host-room.ts); said with every hold at the limit. @default none */
+  maxWorkersWhy?: string;
 }
 
 /** An app's forecast (the forecaster's `forecast.<app>`): values[i] covers [atMs + i·stepMs, atMs + (i+1)·stepMs). */
@@ -333,8 +335,11 @@ export function planMachines(input: MachinePlanContext): MachinePlanResult {
   const vmCfg: Partial<VmAutoscalerConfig> = merge<Partial<VmAutoscalerConfig>>({ idleMs: cfg.cooldownMs }, cfg.vm);
   vmCfg.minWorkersByKind = merge(Object.fromEntries(Object.entries(ctx.kinds).flatMap(([k, s]) => (s.minWorkers === undefined ? [] : [[k, s.minWorkers]]))), cfg.vm.minWorkersByKind);
   vmCfg.maxWorkersByKind = merge(Object.fromEntries(Object.entries(ctx.kinds).flatMap(([k, s]) => (s.maxWorkers === undefined ? [] : [[k, s.maxWorkers]]))), cfg.vm.maxWorkersByKind);
+  const whys = Object.entries(ctx.kinds).flatMap(([k, s]) => (s.maxWorkersWhy === undefined ? [] : [[k, s.maxWorkersWhy]]));
+  if (whys.length > 0) vmCfg.maxWorkersWhyByKind = Object.fromEntries(whys);
   const minOf = (k: string): number => vmCfg.minWorkersByKind?.[k] ?? vmCfg.minWorkersPerKind ?? 0;
   const maxOf = (k: string): number => vmCfg.maxWorkersByKind?.[k] ?? vmCfg.maxWorkersPerKind ?? Infinity;
+  const limitOf = (k: string): string => `the limit of ${maxOf(k)} ${k} worker(s)${ctx.kinds[k]?.maxWorkersWhy ? ` (${ctx.kinds[k].maxWorkersWhy})` : ""}`;
   const marketOf = (k: string): "on-demand" | "spot" => (ctx.kinds[k]?.spot ? "spot" : "on-demand");
   const decisions: MachineDecision[] = [];
   const names = new Set(ctx.workers.map((w) => w.name));
@@ -579,11 +584,11 @@ export function planMachines(input: MachinePlanContext): MachinePlanResult {
     const count = Math.min(top.count, room);
     const reason = asks.map((x) => x.reason).join("; ") + (hold ? ` (INFaaS alone would hold: ${hold.reason})` : "");
     if (count <= 0) {
-      decisions.push({ action: "hold", kind, reason: `${reason}; at the limit of ${maxOf(kind)} ${kind} worker(s)` });
+      decisions.push({ action: "hold", kind, reason: `${reason}; at ${limitOf(kind)}` });
       continue;
     }
     launchedKinds.add(kind);
-    decisions.push({ action: "launch", kind, count, market: marketOf(kind), trigger: top.trigger, reason: count < top.count ? `${reason}; ${count} of ${top.count} within the limit of ${maxOf(kind)}` : reason });
+    decisions.push({ action: "launch", kind, count, market: marketOf(kind), trigger: top.trigger, reason: count < top.count ? `${reason}; ${count} of ${top.count} within ${limitOf(kind)}` : reason });
   }
 
   // Terminations: INFaaS idle removals, then the plan's destroys, through the guards.

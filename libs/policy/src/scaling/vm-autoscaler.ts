@@ -50,6 +50,8 @@ export interface VmAutoscalerConfig {
   /** Per-kind overrides of the two limits above. @default {} */
   minWorkersByKind?: Readonly<Record<string, number>>;
   maxWorkersByKind?: Readonly<Record<string, number>>;
+  /** Per kind: why its limit is what it is (the host's cores), said with each hold at it. @default {} */
+  maxWorkersWhyByKind?: Readonly<Record<string, string>>;
   /** Ticks the utilisation, Interfered and Overloaded rules read (see the header); 1 is INFaaS's rule. @default LIVE_READING_TICKS (2) */
   readingTicks: number;
 }
@@ -184,7 +186,10 @@ export function vmAutoscale(ctx: VmAutoscalerContext): VmAutoscalerResult {
     }
     if (reasons.length > 0) {
       if (booting > 0) decisions.push({ action: "hold", kind, reason: `${reasons.join("; ")}; ${booting} ${kind} worker(s) already booting` });
-      else if (all.length >= maxWorkers) decisions.push({ action: "hold", kind, reason: `${reasons.join("; ")}; at the limit of ${maxWorkers} ${kind} worker(s)` });
+      else if (all.length >= maxWorkers) {
+        const why = cfg.maxWorkersWhyByKind?.[kind];
+        decisions.push({ action: "hold", kind, reason: `${reasons.join("; ")}; at the limit of ${maxWorkers} ${kind} worker(s)${why ? ` (${why})` : ""}` });
+      }
       else decisions.push({ action: "add", kind, count: 1, reason: reasons.join("; ") });
       // A kind that needs more capacity removes none.
       for (const w of all) if (!w.serving) idleSinceMs[w.name] = prevIdle[w.name] ?? ctx.nowMs;

@@ -159,11 +159,19 @@ export function replayConfig(o: ReplayOptions): ReplayConfig {
   };
 }
 
+/**
+ * HOST_CORES of a replay's stack: its local workers and function containers stand for a cloud's
+ * machines and Lambda's functions, as the simulator has them, so the host's cores do not limit them
+ * (libs/policy host-room.ts); the calibration measures what sharing the host costs them instead.
+ */
+export const REPLAY_HOST_CORES = 1024;
+
 /** The live stack's environment for these settings: for every service, and the vm-autoscaler's own. */
 export function replayStackEnv(c: ReplayConfig): { all: Record<string, string>; vmAutoscaler: Record<string, string> } {
   return {
     all: {
       OVERFLOW: scalingRulesOf(c.policy).overflow ? "local" : "off",
+      HOST_CORES: String(REPLAY_HOST_CORES),
       FUNCTION_POOL_SIZE: String(c.functionPoolSize),
       FUNCTION_MEMORY_MB: String(c.functionMemoryMb),
       FUNCTION_KEEP_ALIVE_MS: String(c.functionKeepAliveMs),
