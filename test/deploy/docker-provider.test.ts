@@ -86,7 +86,11 @@ const send = (): void => tally.send();
 
 beforeAll(async () => {
   engine = await dockerEngine();
-  VM_AUTOSCALER_ENV = { PROVIDER: "docker", DOCKER_HOST: engine.host, DOCKER_OWNER: owner, DOCKER_STOP_TIMEOUT_S: "20", DOCKER_CPUS: "1", DOCKER_MEMORY_MB: "1536", COOLDOWN_MS: "8000", BILLING_MINIMUM_MS: "5000" };
+  // A cool-down of 20 s: the predictive plan, whose forecast trails the ramp, gives back a worker it
+  // does not plan for once its cool-down is over, and a container is up before anything is placed on
+  // it (the INFaaS rule reads an idle worker among the busy one): 8 s left a slow machine little time
+  // from launch to the first query served there (here about 5 s).
+  VM_AUTOSCALER_ENV = { PROVIDER: "docker", DOCKER_HOST: engine.host, DOCKER_OWNER: owner, DOCKER_STOP_TIMEOUT_S: "20", DOCKER_CPUS: "1", DOCKER_MEMORY_MB: "1536", COOLDOWN_MS: "20000", BILLING_MINIMUM_MS: "5000" };
   // Which engine, and how it limits containers (for reading a failure from another machine).
   console.info(`docker engine ${engine.host}${engine.log ? ` (started here, log ${engine.log})` : ""}: ${docker("info", "--format", "{{.ServerVersion}} cgroup v{{.CgroupVersion}} driver {{.CgroupDriver}} storage {{.Driver}} cpus {{.NCPU}}").stdout.trim()}`);
   buildImages(engine);
@@ -177,8 +181,9 @@ describe("PROVIDER=docker", () => {
     }
     const detail = `at up to ${rate.toFixed(1)} queries/s (one query: ${soloMs.map((m) => m.toFixed(1)).join(", ")} ms); ${timeline()}`;
     expect(first, `a launch ${detail}`).toMatch(/^cpu-docker-[0-9a-f]{8}$/);
-    expect(decisions.find((d) => d.action === "launch")?.reason).toMatch(/utilisation above 80%|overloaded|placement|SLO monitor/);
+    expect(decisions.find((d) => d.action === "launch")?.reason).toMatch(/utilisation above 80%|interfered|overloaded|placement|SLO monitor/);
     expect(served, `the containers launched served no query of the detector in 90 s: ${detail}`).toBeGreaterThan(0);
+    console.info(`docker-provider: the container ${first} served the detector ${detail}`);
     expect(containers().get(first), detail).toBe("running");
     // Limited as a VM of 1 CPU and 1.5 GiB without swap; its executor offers variants 80% of that.
     expect(docker("inspect", "--format", "{{.HostConfig.NanoCpus}} {{.HostConfig.Memory}} {{.HostConfig.MemorySwap}}", first).stdout.trim()).toBe(`1000000000 ${1536 * 1048576} ${1536 * 1048576}`);
@@ -213,20 +218,20 @@ describe("PROVIDER=docker", () => {
     expect(containers().get(second)).toBe("running");
     const restartedAt = new Date().toISOString();
     await stack!.startService("vm-autoscaler", { ...VM_AUTOSCALER_ENV, MIN_WORKERS: "1", MAX_WORKERS: "2", WORKER_THREADS: "1", EXECUTOR_LOG_FILE: stack!.logPath });
-    const found = await waitFor("the container found again", () => logLines().find((l) => l.time >= restartedAt && l.msg === "found a worker container of ours" && l.id === second), waiting(20_000));
+    const found = await waitFor("the container found again", () => logLines().find((l) => l.time >= restartedAt && l.msg === "found a worker container of ours" && l.id === second), waiting(60_000));
     expect(found.provider).toBe("docker");
     const terminated = await waitFor("the termination", () => decisions.find((d) => d.action === "terminate" && d.worker === second), waiting(120_000));
     // Given back by INFaaS's idle rule or by MArk's predictive plan, whichever comes first: both after the cool-down.
-    expect(terminated.reason).toMatch(/^no active variant for \d+ s \(≥ 8 s\)|^not in the predictive plan for 8 s/);
+    expect(terminated.reason).toMatch(/^no active variant for \d+ s \(≥ 20 s\)|^not in the predictive plan for 20 s/);
     await waitFor("the termination's result", () => results.find((r) => r.action === "terminate" && r.worker === second), waiting(40_000));
     expect(results.find((r) => r.action === "terminate" && r.worker === second)?.ok).toBe(true);
     const mine = engineEvents.filter((e) => e.worker === second);
     expect(mine.filter((e) => e.action === "kill").map((e) => e.signal), JSON.stringify(mine)).toEqual(["15"]);
     expect(mine.find((e) => e.action === "die")?.exitCode, JSON.stringify(mine)).toBe("0");
-    await waitFor("the container removed", () => !containers().has(second), waiting(10_000));
+    await waitFor("the container removed", () => !containers().has(second), waiting(30_000));
     // The stack's worker is left and answers.
     send();
     await waitFor("the last answer", () => inFlight.size === 0, waiting(60_000));
     expect(tally.noReply).toBe(0);
-  }, 180_000);
+  }, 300_000);
 });
