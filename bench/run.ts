@@ -4,7 +4,8 @@
  *
  *   --quick              shorter phases (the whole run in about 7 minutes, the serving benchmark 5-6 of them)
  *   --only a,b           run only these benchmarks (serving, selection, estimator, sim); the summary
- *                        takes the others from their last results file
+ *                        takes the others from their last results file; `as-started` (the system as
+ *                        `npm start` runs it, two HOST_CORES settings side by side) runs only when named
  *   --small auto|digits|ocr-cls
  *                        the tiny model (auto: the smallest digits model when libs/zoo is built, else ocr-cls)
  *   --profiled-variants  serving: profile every variant at registration (PROFILE_ON_REGISTER=true, as
@@ -24,6 +25,7 @@ import { runServing, type ServingResult } from "./benchmarks/serving.js";
 import { runSelection, type SelectionResult } from "./benchmarks/selection.js";
 import { runEstimator, type EstimatorResult } from "./benchmarks/estimator.js";
 import { runSim, type SimResultFigure } from "./benchmarks/sim.js";
+import { runAsStarted } from "./benchmarks/as-started.js";
 import { analyseProfile, profilesByPid } from "./lib/profile.js";
 import { renderProfile, renderResults, updateReadme, type ProfileResult } from "./lib/report.js";
 import { RESULTS_DIR, machineInfo, readResult, writeResult, type Envelope } from "./lib/results.js";
@@ -35,7 +37,9 @@ import { rerunWithMallocEnv } from "./lib/proc.js";
 rerunWithMallocEnv();
 
 const BENCHMARKS = ["serving", "selection", "estimator", "sim"] as const;
-type Name = (typeof BENCHMARKS)[number];
+/** Run only when named in --only (not in the summary). */
+const ON_REQUEST = ["as-started"] as const;
+type Name = (typeof BENCHMARKS)[number] | (typeof ON_REQUEST)[number];
 
 const args = process.argv.slice(2);
 const { values } = parseArgs({
@@ -53,13 +57,13 @@ const { values } = parseArgs({
   strict: true,
 });
 if (values.help) {
-  console.log("npm run bench -- [--quick] [--only serving,selection,estimator,sim] [--small auto|digits|ocr-cls] [--profiled-variants] [--profile] [--frontends 1,2] [--report-only]");
+  console.log("npm run bench -- [--quick] [--only serving,selection,estimator,sim,as-started] [--small auto|digits|ocr-cls] [--profiled-variants] [--profile] [--frontends 1,2] [--report-only]");
   process.exit(0);
 }
 const small = values.small as string;
 if (small !== "auto" && small !== "digits" && small !== "ocr-cls") throw new Error(`--small must be auto, digits or ocr-cls, not ${small}`);
 const only = values["report-only"] ? [] : values.only ? values.only.split(",").map((s) => s.trim()) : values.profile ? ["serving"] : [...BENCHMARKS];
-for (const o of only) if (!(BENCHMARKS as readonly string[]).includes(o)) throw new Error(`unknown benchmark ${o}; known: ${BENCHMARKS.join(", ")}`);
+for (const o of only) if (![...BENCHMARKS, ...ON_REQUEST].includes(o as Name)) throw new Error(`unknown benchmark ${o}; known: ${[...BENCHMARKS, ...ON_REQUEST].join(", ")}`);
 const quick = values.quick;
 const frontends = values.frontends?.split(",").map((s) => Number(s.trim()));
 if (frontends?.some((n) => !Number.isInteger(n) || n < 1 || n > 16)) throw new Error(`--frontends takes process counts from 1 to 16, e.g. 1,2; not ${values.frontends}`);
@@ -125,6 +129,7 @@ if (values.profile) {
   if (only.includes("selection")) await run("selection", () => runSelection({ quick, log }));
   if (only.includes("estimator")) await run("estimator", () => runEstimator({ quick, log }));
   if (only.includes("sim")) await run("sim", () => runSim({ quick, log }));
+  if (only.includes("as-started")) await run("as-started", () => runAsStarted({ quick, log }));
 }
 if (!values.profile && !profileVariants) {
   const serving = readResult<ServingResult>("serving");

