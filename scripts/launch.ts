@@ -64,7 +64,7 @@ if (values["neuron-server"]) {
   const inf = await stack.startService("executor-inferentia", { NEURON_SERVER: values["neuron-server"] });
   say(`started executor-inferentia ${String(inf.info.worker)}, serving through the Neuron server at ${values["neuron-server"]}`);
 }
-say(`services up (logs: ${stack.logPath}); the vm-autoscaler (SCALING_POLICY=${scalingPolicy}, OVERFLOW=${overflow}) runs up to ${maxWorkers} CPU worker(s), replaces lost ones, and gives back only those it launched`);
+say(`services up (logs: ${stack.logPath}); the vm-autoscaler (SCALING_POLICY=${scalingPolicy}, OVERFLOW=${overflow}) runs up to ${maxWorkers} CPU worker(s) as far as this host's cores allow (HOST_CORES), replaces lost ones, and gives back only those it launched`);
 if (!values["no-models"]) {
   const digits = await digitsModels((p) => {
     if (p.type === "start") say(`training ${p.model} (${p.index + 1}/${p.total}, cached after this run)...`);

@@ -70,6 +70,12 @@ const ROWS: Row[] = [
     simulator: "systems/infaas.ts (`scalingPolicy`: the same switches into `planMachines`, overflow off where the policy has none); scenarios/replay.ts (the replay's `policy`, both sides)",
   },
   {
+    modules: ["scaling/host-room.ts"],
+    decides: "one host's cores and memory shared by its workers and local function containers: how many more local workers fit (`hostRoom`), whether a query may overflow onto a core no worker offers (`localFunctionRoom`)",
+    service: "vm-autoscaler (controller.ts: each kind's limit with PROVIDER=local and the native engines, from the workers reporting its host); dispatcher (overflow.ts: OVERFLOW=local with the onnx function engine)",
+    simulator: "— (the simulator's machines and functions are a cloud's, each with cores of its own; the replays set HOST_CORES so that live does not limit them either)",
+  },
+  {
     modules: ["scaling/provisioning.ts", "scaling/slo-monitor.ts", "batching/batch-tuning.ts", "batching/batch-wait.ts", "baselines/baselines-sagemaker.ts"],
     decides: "MArk: Algorithm 1 provisioning, SLO monitor (`sloMonitorCycle`: a cycle every 10 s that acts only while queries still miss), batch tuning (`tunedBatching`: Nbatch, Wbatch and μ* of a profile under an SLO; `planBatchWaits`: the live Wbatch of each profiled variant, for its model's tightest SLO); SageMaker target tracking",
     service: "vm-autoscaler (provisioning, SLO monitor and `tunedBatching` for the capacity per worker, through machine-plan.ts); registrar (batching.ts: batch-wait.ts, stored on the variants; the executors apply it live)",
