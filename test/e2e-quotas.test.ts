@@ -225,7 +225,10 @@ describe("e2e quotas", () => {
     const wrong = await call("POST", `/v2/models/${beta.name}/infer`, { inputs: [{ name: "input", datatype: "FP32", shape: [1, 3], data: [1, 2, 3] }] });
     expect(wrong.status).toBe(400);
     expect((await infer(beta.name, 1)).status).toBe(200);
-    const late = await infer(beta.name, 2, 1);
+    // A 1 ms deadline is missed (the path takes about 2 ms), but a fast moment can meet it (seen once in
+    // CI): sent again until one is missed; a met one gives the slot back as an answer.
+    let late = await infer(beta.name, 2, 1);
+    for (let i = 0; i < 10 && late.status === 200; i++) late = await infer(beta.name, 2, 1);
     expect(late.body.code).toBe("deadline_exceeded");
     expect((await infer(beta.name, 3)).status).toBe(200);
   }, 60_000);
