@@ -30,9 +30,9 @@ export interface RunnerOptions {
    * With more than one intra-op thread: whether onnxruntime's threads spin, waiting for work, after
    * each run (`session.intra_op.allow_spinning`, onnxruntime's default on). Off here: a served
    * variant's runs come between gaps (the next batch being gathered), and its spinning threads held a
-   * core through every gap (digits-mlp-m, batches of 8 a millisecond apart, 2 threads: 1.19 ms of CPU
-   * a batch spinning, 0.06-0.11 ms not; a run took 0.028 ms and 0.030-0.043 ms), taken from the
-   * frontend, dispatcher and NATS on the same cores. @default false
+   * core through every gap (digits-mlp-m, 1 000 batches of 8 a millisecond apart, 2 threads, load
+   * average 0.4: 1.16-1.21 ms of CPU a batch spinning, 0.055-0.080 ms not; a run took 0.023-0.029 ms
+   * and 0.027-0.033 ms), taken from the frontend, dispatcher and NATS on the same cores. @default false
    */
   intraOpSpinning?: boolean;
   /**

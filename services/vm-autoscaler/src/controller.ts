@@ -288,7 +288,7 @@ export class VmAutoscalerController {
     const shares: HostShare[] = [];
     const present = new Map<string, number>();
     for (const w of workers) {
-      if (w.lostReason !== undefined || (!w.booting && nowMs - w.lastHeartbeatMs > this.heartbeatTimeoutMs)) continue;
+      if (fleetStateOf(w, nowMs, this.heartbeatTimeoutMs) === "lost") continue;
       present.set(w.kind, (present.get(w.kind) ?? 0) + 1);
       const report = this.fleet.held(w.name)?.report;
       if (report) {
